@@ -1,0 +1,75 @@
+"""Run Python in a fresh interpreter, the way users' processes start (activation bugs hide in-process).
+
+Every call has a timeout: the failures seen in this project's environment were hangs.
+"""
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+FAKES = ROOT / "tests" / "fakes"
+FAKE_SITE = FAKES / "site"
+FAKE_BIN = FAKES / "bin"
+_SCRUB_PREFIXES = ("VERL_ASCEND", "VERL_PLATFORM", "FAKE_")
+
+
+def clean_env(fake_npu=False, bins=(), **extra) -> dict:
+    """The test process's environment without our switches, plus the requested doubles."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(_SCRUB_PREFIXES)}
+    env.pop("PYTHONPATH", None)
+    env["PYTHONWARNINGS"] = "ignore"
+    env["TORCH_DEVICE_BACKEND_AUTOLOAD"] = "0"
+    if fake_npu:
+        env["PYTHONPATH"] = str(FAKE_SITE)
+    if bins:  # only the named doubles, through a directory of links to them
+        env["PATH"] = os.pathsep.join([_bin_dir(bins), os.environ.get("PATH", "")])
+    env.update({k: str(v) for k, v in extra.items()})
+    return env
+
+
+def _bin_dir(names) -> str:
+    folder = Path(tempfile.mkdtemp(prefix="va-bin-"))
+    for name in names:
+        (folder / name).symlink_to(FAKE_BIN / name)
+    return str(folder)
+
+
+def run_python(code: str, env=None, timeout=300, check=True, args=()) -> subprocess.CompletedProcess:
+    with tempfile.TemporaryDirectory(prefix="va-cwd-") as cwd:  # keep the source tree off sys.path
+        proc = subprocess.run(
+            [sys.executable, "-c", code, *args],
+            env=env if env is not None else clean_env(),
+            cwd=cwd,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
+    if check and proc.returncode != 0:
+        raise AssertionError(f"subprocess failed ({proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-6000:]}")
+    return proc
+
+
+def last_json(proc: subprocess.CompletedProcess):
+    """The last stdout line that parses as JSON (libraries may print before it)."""
+    for line in reversed(proc.stdout.strip().splitlines()):
+        try:
+            return json.loads(line)
+        except ValueError:
+            continue
+    raise AssertionError(f"no JSON line in output:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
+
+
+def run_cli(*args, env=None, timeout=300) -> subprocess.CompletedProcess:
+    with tempfile.TemporaryDirectory(prefix="va-cwd-") as cwd:
+        return subprocess.run(
+            [sys.executable, "-m", "verl_ascend", *args],
+            env=env if env is not None else clean_env(),
+            cwd=cwd,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )

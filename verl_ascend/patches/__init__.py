@@ -1,0 +1,30 @@
+"""Every runtime patch verl-ascend applies, where it runs, and when it can go.
+
+Each module below holds one fix and documents it (Why / How / Upstream / Remove when); its
+``PATCH`` record names the modules whose import triggers it. Disable one with
+``VERL_ASCEND_PATCHES=-name``, all with ``VERL_ASCEND=0``. ``verl-ascend status`` shows what
+happened to each in a process.
+
+In every process (driver, TaskRunner, workers):
+    device            verl.utils.device         NPU wins over CUDA on Ascend hosts
+In the driver:
+    ray_runtime_env   ray                       VERL_ASCEND* settings reach every Ray worker
+In the TaskRunner:
+    trainer_device    verl.trainer.ppo.ray_trainer   trainer.device cuda -> npu (verl <= 0.6)
+"""
+
+import importlib
+
+PATCH_MODULES = (
+    "device",
+    "ray_runtime_env",
+    "trainer_device",
+)
+
+
+def all_patches() -> list:
+    records = []
+    for name in PATCH_MODULES:
+        module = importlib.import_module(f"{__name__}.{name}")
+        records.append(module.PATCH)
+    return records

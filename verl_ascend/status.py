@@ -1,0 +1,88 @@
+"""What the plugin did in this process: versions, device answer, every patch's state."""
+
+import importlib
+import sys
+
+from . import _bootstrap, platform, registry
+
+
+def _import_targets() -> dict:
+    """Import every patch target so each patch gets the chance to decide; failures are reported."""
+    errors = {}
+    for name in registry.names():
+        for target in registry.get(name).targets:
+            if target in sys.modules:
+                continue
+            try:
+                importlib.import_module(target)
+            except Exception as exc:
+                errors[target] = f"{type(exc).__name__}: {exc}"
+    return errors
+
+
+def _device_answer() -> dict:
+    try:
+        from verl.utils.device import get_device_name, get_nccl_backend
+
+        return {"device": get_device_name(), "backend": get_nccl_backend()}
+    except Exception as exc:
+        return {"device": None, "backend": None, "error": f"{type(exc).__name__}: {exc}"}
+
+
+def collect(import_targets: bool = True) -> dict:
+    active = _bootstrap.activate(source="status")
+    try:
+        import verl  # noqa: F401  (0.9: runs the entry point; older: triggers the hooks)
+
+        verl_error = ""
+    except Exception as exc:
+        verl_error = f"{type(exc).__name__}: {exc}"
+    import_errors = _import_targets() if (import_targets and active and not verl_error) else {}
+    report = {
+        "plugin": {**_bootstrap.activation_info(), "version": _plugin_version()},
+        "versions": {
+            dist: platform.installed_version(dist) or None
+            for dist in ("verl", "torch", "torch_npu", "ray", "tensordict", "megatron-core", "mindspeed")
+        },
+        "ascend_host": platform.ascend_evidence(),
+        "verl_import_error": verl_error or None,
+        "device": _device_answer() if not verl_error else {},
+        "patches": registry.snapshot(),
+        "target_import_errors": import_errors,
+    }
+    return report
+
+
+def _plugin_version() -> str:
+    from . import __version__
+
+    return __version__
+
+
+def render(report: dict) -> str:
+    lines = []
+    plugin = report["plugin"]
+    if plugin["active"]:
+        lines.append(f"verl-ascend {plugin['version']}: active (via {', '.join(plugin['sources'])})")
+    else:
+        lines.append(f"verl-ascend {plugin['version']}: OFF (VERL_ASCEND=0)")
+    versions = ", ".join(f"{k} {v or '-'}" for k, v in report["versions"].items())
+    lines.append(f"versions: {versions}")
+    host = report["ascend_host"]
+    lines.append(f"ascend host: {'yes (' + '; '.join(host) + ')' if host else 'no'}")
+    if report["verl_import_error"]:
+        lines.append(f"import verl FAILED: {report['verl_import_error']}")
+    device = report["device"]
+    if device:
+        answer = f"{device.get('device')} / {device.get('backend')}"
+        lines.append(f"verl device: {answer}" + (f"  ({device['error']})" if device.get("error") else ""))
+    lines.append("patches:")
+    width = max([len(p["name"]) for p in report["patches"]] or [4])
+    for patch in report["patches"]:
+        lines.append(f"  {patch['name']:<{width}}  {patch['state']}")
+        for row in patch["targets"]:
+            where = row["target"] or "-"
+            lines.append(f"  {'':<{width}}    {where}: {row['state']}" + (f" ({row['detail']})" if row["detail"] else ""))
+    for target, error in report["target_import_errors"].items():
+        lines.append(f"  could not import {target}: {error}")
+    return "\n".join(lines)
