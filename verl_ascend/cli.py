@@ -1,47 +1,52 @@
-"""``verl-ascend``: command-line entry. Parses arguments and calls the features."""
+"""``verl-ascend``: command-line entry. Parses arguments and hands over to the features.
+
+Each subcommand lives in its feature module, which provides ``register(subparsers)``; the
+subparser's ``func(args) -> int`` is the exit code (0 ok, 1 findings/warnings, 2 bad input).
+"""
 
 import argparse
-import json
+import importlib
 import sys
 
-
-def _cmd_status(args) -> int:
-    from . import status
-
-    report = status.collect(import_targets=not args.no_import)
-    if args.json:
-        print(json.dumps(report, indent=2, sort_keys=True))
-    else:
-        print(status.render(report))
-    failed = [p["name"] for p in report["patches"] if p["state"] == "failed"]
-    return 1 if failed or report["verl_import_error"] else 0
+# (module, what it adds) — the order is the order of `verl-ascend --help`.
+COMMAND_MODULES = (
+    "verl_ascend.status",          # status
+    "verl_ascend.check.command",   # check RECIPE.sh
+    "verl_ascend.doctor",          # doctor
+    "verl_ascend.logs.command",    # logs LOGFILE...
+    "verl_ascend.convert.command",  # convert (also scripts/converter_hf_to_mcore.py)
+    "verl_ascend.data.command",    # gsm8k (also scripts/gsm8k.py)
+    "verl_ascend.upstream",        # patches check
+)
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="verl-ascend",
-        description="Run verl on Huawei Ascend NPU clusters: status of the runtime patches, recipe checks, tools.",
+        description="Run verl on Huawei Ascend NPU clusters: runtime patch status, recipe checks, "
+        "node diagnosis, log analysis, checkpoint conversion, data preparation.",
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
-
-    p = sub.add_parser(
-        "status",
-        help="show versions, the detected device and every patch's state in this environment",
-        description="Imports verl (and each patch's target module) in this process and reports what "
-        "verl-ascend did: applied / not applicable (why) / disabled / failed (the exception). "
-        "Exit 1 when a patch failed or verl does not import.",
-    )
-    p.add_argument("--json", action="store_true", help="print the report as JSON")
-    p.add_argument("--no-import", action="store_true", help="only import verl, not every patch target")
-    p.set_defaults(func=_cmd_status)
+    for name in COMMAND_MODULES:
+        try:
+            module = importlib.import_module(name)
+        except ModuleNotFoundError as exc:
+            if exc.name and name.startswith(exc.name):  # feature not built yet
+                continue
+            raise
+        module.register(sub)
     return parser
 
 
 def main(argv=None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    return args.func(args)
+    try:
+        return args.func(args)
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":

@@ -1,6 +1,7 @@
-"""What the plugin did in this process: versions, device answer, every patch's state."""
+"""`verl-ascend status`: what the plugin did in this process: versions, device, every patch's state."""
 
 import importlib
+import json
 import sys
 
 from . import _bootstrap, platform, registry
@@ -86,3 +87,26 @@ def render(report: dict) -> str:
     for target, error in report["target_import_errors"].items():
         lines.append(f"  could not import {target}: {error}")
     return "\n".join(lines)
+
+
+def _run(args) -> int:
+    report = collect(import_targets=not args.no_import)
+    if args.json:
+        print(json.dumps(report, indent=2, sort_keys=True))
+    else:
+        print(render(report))
+    failed = [p["name"] for p in report["patches"] if p["state"] == "failed"]
+    return 1 if failed or report["verl_import_error"] else 0
+
+
+def register(sub) -> None:
+    p = sub.add_parser(
+        "status",
+        help="show versions, the detected device and every patch's state in this environment",
+        description="Imports verl (and each patch's target module) in this process and reports what "
+        "verl-ascend did: applied / not applicable (why) / disabled / failed (the exception). "
+        "Exit 1 when a patch failed or verl does not import.",
+    )
+    p.add_argument("--json", action="store_true", help="print the report as JSON")
+    p.add_argument("--no-import", action="store_true", help="only import verl, not every patch target")
+    p.set_defaults(func=_run)

@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Run a command once per verl version, each in its own CPU test environment.
+#
+#   dev/with-verl.sh 0.9.1 0.6.1 -- python -m pytest -q
+#
+# For each version: create (or reuse, when its inputs did not change) .venvs/verl-<version> with
+# the CPU torch wheel, verl <version> and dev/requirements-verl-<version>.txt, install this checkout
+# into it the way a user does (a real wheel, not editable: the .pth file and the entry point are
+# what is under test), then run the command with that environment first on PATH.
+# Exits non-zero if any run fails (pytest's 5, "no tests collected", included).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+TORCH_SPEC=${TORCH_SPEC:-torch==2.13.0}
+PY=${PYTHON:-python3}
+
+versions=()
+while [ $# -gt 0 ] && [ "$1" != "--" ]; do versions+=("$1"); shift; done
+[ "${1:-}" = "--" ] && shift
+if [ ${#versions[@]} -eq 0 ] || [ $# -eq 0 ]; then
+  echo "usage: $0 VERSION... -- COMMAND..." >&2; exit 2
+fi
+
+export TORCH_DEVICE_BACKEND_AUTOLOAD=0  # a stray torch_npu must not be auto-loaded by import torch
+export PIP_DISABLE_PIP_VERSION_CHECK=1
+status=0
+index=0
+for v in "${versions[@]}"; do
+  req="dev/requirements-verl-$v.txt"
+  [ -f "$req" ] || { echo "no $req: supported test versions are $(ls dev/requirements-verl-*.txt | sed 's/.*verl-//;s/.txt//' | tr '\n' ' ')" >&2; exit 2; }
+  venv=".venvs/verl-$v"
+  stamp=$(cat "$req" pyproject.toml | sha256sum | cut -c1-16)-$TORCH_SPEC
+  if [ "$(cat "$venv/.stamp" 2>/dev/null)" != "$stamp" ]; then
+    echo "== creating $venv"
+    rm -rf "$venv"
+    "$PY" -m venv "$venv"
+    "$venv/bin/pip" install -q "$TORCH_SPEC"
+    "$venv/bin/pip" install -q -r "$req" ".[test,convert,plot]"
+    echo "$stamp" > "$venv/.stamp"
+  fi
+  "$venv/bin/pip" install -q --no-deps --force-reinstall . >/dev/null
+  echo "== verl $v: $*"
+  # tests marked verl_agnostic run only where VERL_ASCEND_TEST_ENV_INDEX=0 (tests/conftest.py)
+  if ! PATH="$PWD/$venv/bin:$PATH" VIRTUAL_ENV="$PWD/$venv" VERL_ASCEND_TEST_ENV_INDEX=$index "$@"; then
+    echo "== verl $v: FAILED" >&2
+    status=1
+  fi
+  index=$((index + 1))
+done
+exit $status
