@@ -33,11 +33,11 @@ for v in "${versions[@]}"; do
     echo "== creating $venv"
     rm -rf "$venv"
     "$PY" -m venv "$venv"
-    "$venv/bin/pip" install -q "$TORCH_SPEC"
-    "$venv/bin/pip" install -q -r "$req" ".[test,convert,plot]"
+    "$venv/bin/python" -m pip install -q "$TORCH_SPEC"
+    "$venv/bin/python" -m pip install -q -r "$req" ".[test,convert,plot]"
     echo "$stamp" > "$venv/.stamp"
   fi
-  "$venv/bin/pip" install -q --no-deps --force-reinstall . >/dev/null
+  "$venv/bin/python" -m pip install -q --no-deps --force-reinstall . >/dev/null
   echo "== verl $v: $*"
   # tests marked verl_agnostic run only where VERL_ASCEND_TEST_ENV_INDEX=0 (tests/conftest.py)
   if ! PATH="$PWD/$venv/bin:$PATH" VIRTUAL_ENV="$PWD/$venv" VERL_ASCEND_TEST_ENV_INDEX=$index "$@"; then
