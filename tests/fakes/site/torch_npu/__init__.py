@@ -63,6 +63,24 @@ sys.modules["torch.npu"] = npu
 sys.modules["torch_npu.npu"] = npu  # `torch_npu.npu.X` and `from torch_npu.npu import X`
 
 
+class _Mstx:
+    """Profiler range markers; verl imports `from torch_npu.npu import mstx` on NPU."""
+
+    def range_start(self, message=None, stream=None):
+        calls.append(("mstx.range_start", message))
+        return len(calls)
+
+    def range_end(self, range_id):
+        calls.append(("mstx.range_end", range_id))
+
+    def mstx_range(self, message=None):
+        return lambda func: func
+
+
+npu.mstx = _Mstx()
+sys.modules["torch_npu.npu.mstx"] = npu.mstx
+
+
 # CPU reference forms of the fused kernels verl imports by name on NPU (models/transformers/npu_patch).
 def npu_rms_norm(x, gamma, epsilon=1e-6):
     variance = x.float().pow(2).mean(-1, keepdim=True)
