@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# The main job on a machine without NPUs: everything a user does before booking an A2 cluster.
+# Run inside a test environment:  dev/with-verl.sh 0.9.1 -- bash dev/demo.sh
+# Outputs go to ${DEMO_OUT:-/tmp/verl-ascend-demo}.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+out=${DEMO_OUT:-/tmp/verl-ascend-demo}
+mkdir -p "$out"
+step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
+
+step "1. plugin status in this environment (no NPU here: NPU-only patches say why they do not apply)"
+verl-ascend status
+
+step "2. check every shipped A2 recipe against the installed verl"
+rc=0
+for recipe in recipes/grpo_*_a2.sh recipes/dapo_*_a2.sh; do
+  echo "--- $recipe"
+  verl-ascend check "$recipe" || rc=$?
+  [ "$rc" -le 1 ] || { echo "recipe $recipe has errors" >&2; exit "$rc"; }
+done
+
+step "3. gsm8k -> verl parquet from the sample shipped with verl-ascend (offline)"
+python scripts/gsm8k.py --sample --local_dir "$out/gsm8k"
+
+step "4. training-log analysis of a recorded A2 run (seed 003 step line + synthetic steps)"
+verl-ascend logs tests/fixtures/verl_steps.log --world-size 128 --csv "$out/steps.csv" --plot "$out/steps.png"
+
+step "done: outputs in $out"
+ls -la "$out" "$out/gsm8k"
