@@ -136,13 +136,17 @@ def test_hub_snapshot_and_saved_dataset_layouts(tmp_path, capsys):
         pq.write_table(pa.Table.from_pylist(_fixture_rows(split)), snapshot / "main" / f"{split}-00000-of-00001.parquet")
     # the other config beside it must not be mixed in
     _write_jsonl(snapshot / "socratic", "train", [{"question": "q", "answer": "#### 1"}])
+    openai_repo = tmp_path / "grade_school_math" / "data"  # OpenAI's repository keeps both configs side by side
+    for split in gsm8k.SPLITS:
+        _write_jsonl(openai_repo, split, _fixture_rows(split))
+        _write_jsonl(openai_repo, f"{split}_socratic", [{"question": "q", "answer": "#### 1"}])
     saved = tmp_path / "saved"
     datasets.DatasetDict({s: datasets.Dataset.from_list(_fixture_rows(s)) for s in gsm8k.SPLITS}).save_to_disk(str(saved))
 
     reference = tmp_path / "ref"
     assert _run(capsys, "--local_dataset_path", FIXTURE, "--local_dir", reference)[0] == 0
-    for source in (snapshot, saved):
-        out = tmp_path / f"out-{source.name}"
+    for source in (snapshot, openai_repo.parent, saved):
+        out = tmp_path / f"out-{source.name}"  # grade_school_math: found in its data/
         code, _, err = _run(capsys, "--local_dataset_path", source, "--local_save_dir", out)
         assert code == 0, err
         for split in gsm8k.SPLITS:
