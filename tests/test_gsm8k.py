@@ -153,6 +153,26 @@ def test_hub_snapshot_and_saved_dataset_layouts(tmp_path, capsys):
             assert pq.read_table(out / f"{split}.parquet").to_pylist() == pq.read_table(reference / f"{split}.parquet").to_pylist()
 
 
+@pytest.mark.verl_agnostic
+def test_hub_source_converts_what_datasets_returns(tmp_path, capsys, monkeypatch):
+    """The hub path after the download: the DatasetDict that `datasets.load_dataset` hands back."""
+    import datasets
+
+    asked = []
+
+    def hub_stand_in(name, config):
+        asked.append((name, config))
+        return datasets.DatasetDict({s: datasets.Dataset.from_list(_fixture_rows(s)) for s in ("train", "test")})
+
+    monkeypatch.setattr(datasets, "load_dataset", hub_stand_in)
+    code, _, err = _run(capsys, "--local_dir", tmp_path / "hub", "--config", "main")
+    assert code == 0, err
+    assert asked == [("openai/gsm8k", "main")]
+    assert _run(capsys, "--local_dataset_path", FIXTURE, "--local_dir", tmp_path / "ref")[0] == 0
+    for split in gsm8k.SPLITS:
+        assert pq.read_table(tmp_path / "hub" / f"{split}.parquet").equals(pq.read_table(tmp_path / "ref" / f"{split}.parquet"))
+
+
 # ---- bad input ------------------------------------------------------------------------------------
 
 def _broken_copy(tmp_path: Path) -> Path:

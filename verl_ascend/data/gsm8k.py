@@ -308,19 +308,19 @@ def _hdfs_copier():
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     source = parser.add_argument_group("source (default: the hub)")
-    source.add_argument("--hf_dataset", default=DATA_SOURCE,
+    source.add_argument("--hf_dataset", default=DATA_SOURCE, metavar="ID",
                         help="hub dataset id (default %(default)s); set HF_ENDPOINT for a mirror")
-    source.add_argument("--local_dataset_path", default=None,
+    source.add_argument("--local_dataset_path", default=None, metavar="DIR",
                         help="offline source: a directory with train*/test* .parquet or .jsonl files, a hub "
                              "snapshot (its main/ folder is used) or a save_to_disk folder")
-    source.add_argument("--config", default="main",
+    source.add_argument("--config", default="main", metavar="NAME",
                         help="gsm8k config: 'main' (default) or 'socratic'; selects the hub config / snapshot folder")
     source.add_argument("--sample", action="store_true",
                         help="use the 30-row sample shipped with verl-ascend (a smoke test, not training data)")
     out = parser.add_argument_group("output")
-    out.add_argument("--local_dir", default=None, help=f"where train.parquet and test.parquet go (default {DEFAULT_SAVE_DIR})")
-    out.add_argument("--local_save_dir", default=None, help="same as --local_dir (verl's newer name)")
-    out.add_argument("--hdfs_dir", default=None, help="also copy both files there (through verl.utils.hdfs_io)")
+    out.add_argument("--local_dir", default=None, metavar="DIR", help=f"where train.parquet and test.parquet go (default {DEFAULT_SAVE_DIR})")
+    out.add_argument("--local_save_dir", default=None, metavar="DIR", help="same as --local_dir (verl's newer name)")
+    out.add_argument("--hdfs_dir", default=None, metavar="DIR", help="also copy both files there (through verl.utils.hdfs_io)")
     parser.add_argument("--skip_unparseable", "--skip-unparseable", action="store_true",
                         help="write the rows with a usable '#### <number>' answer and report the others "
                              "(default: stop with exit 2 and write nothing)")
@@ -335,12 +335,19 @@ def execute(args) -> int:
         return 2
 
 
+EXAMPLES = """examples:
+  HF_ENDPOINT=https://hf-mirror.com %(prog)s --local_dir ~/data/gsm8k
+  %(prog)s --local_dataset_path /data/raw/gsm8k --local_dir ~/data/gsm8k   # offline
+  %(prog)s --sample --local_dir /tmp/gsm8k                                 # shipped 30-row sample
+see docs/gsm8k.md"""
+
 DESCRIPTION = ("Write gsm8k as train.parquet / test.parquet in the layout verl's gsm8k recipes read "
                "(verl's examples/data_preprocess/gsm8k.py, which pip-installed verl lacks). "
                "Exit 0 written, 2 bad input (nothing written).")
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="gsm8k.py", description=DESCRIPTION)
+    parser = argparse.ArgumentParser(prog="gsm8k.py", description=DESCRIPTION, epilog=EXAMPLES,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     add_arguments(parser)
     return execute(parser.parse_args(argv))
