@@ -255,9 +255,13 @@ def test_failure_while_writing_leaves_no_parquet(tmp_path, capsys, monkeypatch):
 
     monkeypatch.setattr(datasets.Dataset, "to_parquet", second_write_fails)
     out = tmp_path / "out"
-    with pytest.raises(OSError):
-        gsm8k.main(["--sample", "--local_dir", str(out)])
+    code, _, err = _run(capsys, "--sample", "--local_dir", out)
+    assert code == 2 and "No space left on device" in err and "Nothing was written" in err
     assert len(calls) == 2 and list(out.iterdir()) == []
+    blocked = tmp_path / "a_file"  # a directory cannot be made under a regular file, not even by root
+    blocked.write_text("")
+    code, _, err = _run(capsys, "--sample", "--local_dir", blocked / "gsm8k")
+    assert code == 2 and f"cannot write to {blocked / 'gsm8k'}" in err and "Fix:" in err
 
 
 @pytest.mark.verl_agnostic

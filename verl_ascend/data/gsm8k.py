@@ -263,8 +263,12 @@ def run(args) -> int:
     if empty:
         raise InputError(f"{where}: no usable rows in split(s) {empty}; nothing was written.")
 
-    out_dir.mkdir(parents=True, exist_ok=True)
-    paths = _write_parquet_files(outputs, out_dir, progress=not args.json)
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        paths = _write_parquet_files(outputs, out_dir, progress=not args.json)
+    except OSError as exc:  # unwritable directory, disk full: the temporaries are already removed
+        raise InputError(f"cannot write to {out_dir}: {exc}. Nothing was written. "
+                         "Fix: choose a writable --local_dir with free space.") from None
     if copy_to_hdfs:
         copy_to_hdfs(paths, args.hdfs_dir)
 
