@@ -1,0 +1,10 @@
+#!/usr/bin/env python3
+"""gsm8k -> train.parquet / test.parquet for verl, named and flagged like verl's
+examples/data_preprocess/gsm8k.py. Same as `verl-ascend gsm8k`; see docs/gsm8k.md."""
+
+import sys
+
+from verl_ascend.data.gsm8k import main
+
+if __name__ == "__main__":
+    sys.exit(main())
