@@ -9,8 +9,11 @@ Either way the closures pile up, every ``nbytes()`` call walks the whole chain, 
 thousand of them Python raises RecursionError (seed 002, bug 1). This double keeps that structure
 (written here from the behaviour, not copied). CPU storages are the only kind on a test machine,
 so the NPU branch answers like the CPU one.
+
+``FAKE_TORCH_NPU_SAVE_FIXED=1`` stands in for a torch_npu that restores ``nbytes`` in a finally.
 """
 
+import os
 import pickle
 
 import torch
@@ -33,6 +36,11 @@ def _get_npu_save_result(
         return cpu_nbytes(self)
 
     torch.storage.UntypedStorage.nbytes = npu_nbytes
+    if os.environ.get("FAKE_TORCH_NPU_SAVE_FIXED") == "1":
+        try:
+            return torch.serialization.save(obj, f, pickle_module, pickle_protocol, True, _disable_byteorder_record)
+        finally:
+            torch.storage.UntypedStorage.nbytes = cpu_nbytes
     result = torch.serialization.save(obj, f, pickle_module, pickle_protocol, True, _disable_byteorder_record)
     torch.storage.UntypedStorage.nbytes = cpu_nbytes  # skipped when save raised
     return result
