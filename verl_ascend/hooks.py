@@ -55,7 +55,11 @@ def _run_before(fullname: str):
     module = sys.modules.get(fullname) if pending else None
     if module is None:
         return None
-    return importlib.util.spec_from_loader(fullname, _AlreadyImported(module), is_package=hasattr(module, "__path__"))
+    spec = importlib.util.spec_from_loader(fullname, _AlreadyImported(module), is_package=hasattr(module, "__path__"))
+    # The import system answers with the module's own __spec__ when the module appeared during the
+    # search, and would then execute that spec again; lend it ours until exec_module gives it back.
+    module.__spec__ = spec
+    return spec
 
 
 class _PostImportFinder(MetaPathFinder):

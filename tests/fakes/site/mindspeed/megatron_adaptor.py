@@ -25,7 +25,14 @@ def _record(event: dict) -> None:
             handle.write(json.dumps(event, default=str) + "\n")
 
 
-_record({"event": "adaptor_import", "megatron_imported_before": sorted(m for m in sys.modules if m == "megatron" or m.startswith("megatron."))})
+_record(
+    {
+        "event": "adaptor_import",
+        "megatron_imported_before": sorted(m for m in sys.modules if m == "megatron" or m.startswith("megatron.")),
+        # modules mid-import at this moment include whichever one was about to import Megatron
+        "verl_modules_loaded": sorted(m for m in sys.modules if m.startswith("verl.utils.megatron")),
+    }
+)
 
 import megatron.core  # noqa: E402,F401  (the real adaptor imports what it patches)
 
