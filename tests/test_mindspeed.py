@@ -46,6 +46,12 @@ HF = Qwen2Config(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num
                  num_key_value_heads=2, vocab_size=256, max_position_embeddings=128,
                  architectures=["Qwen2ForCausalLM"])
 
+def init_distributed():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0)); port = s.getsockname()[1]
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK="0", WORLD_SIZE="1", LOCAL_RANK="0")
+    torch.distributed.init_process_group("gloo", rank=0, world_size=1)
+
 def report(tf_config, **more):
     rows = {r["target"]: r["state"] for r in registry.summarize("mindspeed")["targets"]}
     return {"order": adaptor.events[0], "repatch": [e["options"] for e in adaptor.events if e["event"] == "repatch"],
@@ -62,13 +68,10 @@ def stock(call):
 """
 
 ENGINE = PRELUDE + r"""
-with socket.socket() as s:
-    s.bind(("127.0.0.1", 0)); port = s.getsockname()[1]
-os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK="0", WORLD_SIZE="1", LOCAL_RANK="0")
 from verl.workers.engine import MindspeedEngineWithLMHead
 from verl.workers.engine.megatron import transformer_impl
 from verl.workers.config import McoreEngineConfig
-torch.distributed.init_process_group("gloo", rank=0, world_size=1)
+init_distributed()
 config = McoreEngineConfig(use_mbridge=True, vanilla_mbridge=True, override_transformer_config=dict(OPTIONS))
 engine = MindspeedEngineWithLMHead.__new__(MindspeedEngineWithLMHead)  # __init__ minus optimiser/model
 engine.engine_config = config
@@ -86,6 +89,9 @@ print(json.dumps(out, default=str))
 LEGACY = PRELUDE + r"""
 from omegaconf import OmegaConf
 from verl.workers import megatron_workers as workers
+from megatron.core import parallel_state
+init_distributed()
+parallel_state.initialize_model_parallel()  # what the workers' __init__ does
 model_dir = tempfile.mkdtemp()
 HF.save_pretrained(model_dir)
 tokenizer = types.SimpleNamespace(bos_token_id=1, eos_token_id=2, pad_token_id=0)
