@@ -43,12 +43,27 @@ if out["state"] == "applied":
     out["caller_wants_async"] = both(lambda: td.to("cpu", non_blocking=True))
     torch_npu.state["initialized"] = False  # a process that has not used the NPU yet
     out["npu_unused"] = both(lambda: td.to("cpu"))
+# What `verl-ascend status` reports for the three runtime fixes in this (Ascend) process.
+from verl_ascend import status
+report = status.collect(import_targets=False)
+out["status"] = {p["name"]: {r["target"]: [r["state"], r["detail"]] for r in p["targets"]}
+                 for p in report["patches"] if p["name"] in ("mindspeed", "torch_npu_save", "tensordict_sync")}
+out["tensordict_version"] = report["versions"]["tensordict"]
 print(json.dumps(out))
 """
 
 
+_cache = {}
+
+
+def measured():
+    if "out" not in _cache:
+        _cache["out"] = last_json(run_python(MEASURE, env=clean_env(fake_npu=True), timeout=180))
+    return _cache["out"]
+
+
 def test_patch_syncs_the_npu_exactly_once_per_transfer_that_needs_it():
-    out = last_json(run_python(MEASURE, env=clean_env(fake_npu=True), timeout=180))
+    out = measured()
     assert out["state"] == "applied", out
     assert out["detail"].startswith("tensordict 0.")
     # tensordict finds the renamed npu backend by itself; the patch replaces that sync, never adds one.
@@ -60,3 +75,14 @@ def test_patch_syncs_the_npu_exactly_once_per_transfer_that_needs_it():
     assert out["blocking_copy"] == {"patched": 0, "stock": 0}
     assert out["caller_wants_async"] == {"patched": 0, "stock": 0}
     assert out["npu_unused"] == {"patched": 0, "stock": 0}
+
+
+def test_status_on_an_ascend_host_says_what_each_runtime_fix_did():
+    out = measured()
+    status = out["status"]
+    assert out["tensordict_version"] in status["tensordict_sync"]["verl"][1]
+    assert status["torch_npu_save"]["torch_npu"][0] == "applied"
+    assert "restores UntypedStorage.nbytes" in status["torch_npu_save"]["torch_npu"][1]
+    assert status["tensordict_sync"]["verl"][0] == "applied"
+    assert status["mindspeed"]["verl"][0] == "applied"  # MindSpeed (the double) is installed
+    assert "watching megatron" in status["mindspeed"]["verl"][1]
