@@ -110,15 +110,19 @@ def install() -> None:
             sys.meta_path.insert(0, _finder)
 
 
-def when_imported(fullname: str, callback) -> None:
-    """Call ``callback(module)`` once ``fullname`` is imported (now, if it already is)."""
+def _register(table: dict, fullname: str, callback) -> None:
     install()
     with _lock:
         module = sys.modules.get(fullname)
         if module is None:
-            _callbacks.setdefault(fullname, []).append(callback)
+            table.setdefault(fullname, []).append(callback)
             return
     callback(module)
+
+
+def when_imported(fullname: str, callback) -> None:
+    """Call ``callback(module)`` once ``fullname`` is imported (now, if it already is)."""
+    _register(_callbacks, fullname, callback)
 
 
 def before_import(fullname: str, callback) -> None:
@@ -127,13 +131,7 @@ def before_import(fullname: str, callback) -> None:
     If it is already imported, ``callback(module)`` runs at once: the callback learns it is too late.
     The callback may import ``fullname`` itself (an adaptor that patches its target does).
     """
-    install()
-    with _lock:
-        module = sys.modules.get(fullname)
-        if module is None:
-            _before.setdefault(fullname, []).append(callback)
-            return
-    callback(module)
+    _register(_before, fullname, callback)
 
 
 def pending_targets() -> list[str]:
