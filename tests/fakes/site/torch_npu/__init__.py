@@ -59,21 +59,6 @@ npu.empty_cache = lambda: None
 state = {"initialized": os.environ.get("FAKE_NPU_INITIALIZED", "1") != "0"}
 npu.is_initialized = lambda: state["initialized"]
 npu.get_device_name = lambda index=0: "Ascend910B2 (fake)"
-# Profiler markers (verl.utils.profiler imports `from torch_npu.npu import mstx` on NPU hosts).
-_ranges = [0]
-
-
-def _range_start(message=None, *args, **kwargs):
-    _ranges[0] += 1
-    return _ranges[0]
-
-
-npu.mstx = types.SimpleNamespace(
-    mark=lambda message=None, *args, **kwargs: None,
-    range_start=_range_start,
-    range_end=lambda range_id, *args, **kwargs: None,
-    mstx_range=lambda message=None, *args, **kwargs: (lambda func: func),
-)
 npu.memory = types.SimpleNamespace(_set_allocator_settings=lambda settings: None)
 
 torch.npu = npu
