@@ -71,7 +71,7 @@ def interleaved_rounds(rounds):
 
 
 def run(body, **env):
-    return last_json(run_python(COMMON + body, env=clean_env(fake_npu=True, **env), timeout=120))
+    return last_json(run_python(COMMON + body, env=clean_env(fake_npu=True, **env), timeout=240))
 
 
 STOCK_THEN_REPAIR = """
