@@ -5,14 +5,19 @@ so the callback runs between the target's execution and the return of its import
 with a ``sys.meta_path`` finder that asks the remaining finders for the spec and wraps the
 loader's ``exec_module`` on that spec only. Modules that are already imported get their callbacks
 at registration.
+
+``before_import`` is the mirror image: its callbacks run when the import system first looks for a
+module, before any of its code runs (used to import a library's adaptor ahead of the library).
 """
 
+import importlib.util
 import sys
 import threading
-from importlib.abc import MetaPathFinder
+from importlib.abc import Loader, MetaPathFinder
 
 _lock = threading.RLock()
 _callbacks: dict[str, list] = {}
+_before: dict[str, list] = {}
 _resolving: set[str] = set()
 
 
@@ -23,8 +28,46 @@ def _run(fullname: str, module) -> None:
         callback(module)  # callbacks guard themselves; see registry.apply_to
 
 
+class _AlreadyImported(Loader):
+    """Hands the import system a module that a before-import callback imported meanwhile.
+
+    Without it the import in progress would execute the module a second time.
+    """
+
+    def __init__(self, module):
+        self.module = module
+        self.real_spec = getattr(module, "__spec__", None)
+
+    def create_module(self, spec):
+        return self.module
+
+    def exec_module(self, module):
+        if self.real_spec is not None:  # the import system stamped our spec on it
+            module.__spec__ = self.real_spec
+
+
+def _run_before(fullname: str):
+    """Run before-import callbacks; return a spec when they imported ``fullname`` themselves."""
+    with _lock:
+        pending = _before.pop(fullname, [])
+    for callback in pending:
+        callback(None)
+    module = sys.modules.get(fullname) if pending else None
+    if module is None:
+        return None
+    spec = importlib.util.spec_from_loader(fullname, _AlreadyImported(module), is_package=hasattr(module, "__path__"))
+    # The import system answers with the module's own __spec__ when the module appeared during the
+    # search, and would then execute that spec again; lend it ours until exec_module gives it back.
+    module.__spec__ = spec
+    return spec
+
+
 class _PostImportFinder(MetaPathFinder):
     def find_spec(self, fullname, path=None, target=None):
+        if fullname in _before and fullname not in _resolving:
+            spec = _run_before(fullname)
+            if spec is not None:
+                return spec
         if fullname not in _callbacks or fullname in _resolving:
             return None
         _resolving.add(fullname)
@@ -67,17 +110,30 @@ def install() -> None:
             sys.meta_path.insert(0, _finder)
 
 
-def when_imported(fullname: str, callback) -> None:
-    """Call ``callback(module)`` once ``fullname`` is imported (now, if it already is)."""
+def _register(table: dict, fullname: str, callback) -> None:
     install()
     with _lock:
         module = sys.modules.get(fullname)
         if module is None:
-            _callbacks.setdefault(fullname, []).append(callback)
+            table.setdefault(fullname, []).append(callback)
             return
     callback(module)
 
 
+def when_imported(fullname: str, callback) -> None:
+    """Call ``callback(module)`` once ``fullname`` is imported (now, if it already is)."""
+    _register(_callbacks, fullname, callback)
+
+
+def before_import(fullname: str, callback) -> None:
+    """Call ``callback(None)`` just before ``fullname`` is first imported, once per process.
+
+    If it is already imported, ``callback(module)`` runs at once: the callback learns it is too late.
+    The callback may import ``fullname`` itself (an adaptor that patches its target does).
+    """
+    _register(_before, fullname, callback)
+
+
 def pending_targets() -> list[str]:
     with _lock:
-        return sorted(_callbacks)
+        return sorted(set(_callbacks) | set(_before))

@@ -150,7 +150,10 @@ def summarize(name: str) -> dict:
         return {"name": name, "state": switched_off.state, "summary": patch.summary,
                 "targets": [{"target": None, "state": switched_off.state, "detail": switched_off.detail}]}
     rows = []
-    for target in patch.targets:
+    # A patch may record outcomes for modules it watches itself (armed from its own apply), so
+    # `status` does not have to import heavy modules just to show them.
+    extra = [t for t in outcomes if t is not None and t not in patch.targets]
+    for target in (*patch.targets, *extra):
         outcome = outcomes.get(target)
         if outcome is None:
             if target is not None:

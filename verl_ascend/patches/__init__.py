@@ -7,6 +7,9 @@ happened to each in a process.
 
 In every process (driver, TaskRunner, workers):
     device            verl.utils.device         NPU wins over CUDA on Ascend hosts
+    torch_npu_save    torch -> torch_npu        torch.save restores UntypedStorage.nbytes (no RecursionError)
+    tensordict_sync   verl                      TensorDict.to("cpu") waits for the NPU stream
+    mindspeed         verl -> megatron, workers MindSpeed adaptor first; its options go to repatch
 In the driver:
     ray_runtime_env   ray                       VERL_ASCEND* settings reach every Ray worker
 In the TaskRunner:
@@ -19,6 +22,9 @@ PATCH_MODULES = (
     "device",
     "ray_runtime_env",
     "trainer_device",
+    "torch_npu_save",
+    "tensordict_sync",
+    "mindspeed",
 )
 
 

@@ -1,7 +1,8 @@
 """TEST DOUBLE of torch_npu (Ascend's PyTorch extension). Never shipped; see tests/fakes/README.md.
 
 Only what verl and verl-ascend touch: ``torch.npu`` with device queries, a recording
-``synchronize`` and a stream double, so device selection and sync logic can run on a CPU machine.
+``synchronize`` and a stream double, so device selection and sync logic can run on a CPU machine;
+``torch.save`` replaced by the double of torch_npu's save (``utils/serialization.py``).
 """
 
 import os
@@ -54,13 +55,20 @@ npu.Stream = _Stream
 npu.manual_seed = lambda seed: None
 npu.manual_seed_all = lambda seed: None
 npu.empty_cache = lambda: None
-npu.is_initialized = lambda: True
+# FAKE_NPU_INITIALIZED=0: a process that has not touched the NPU yet (tests may flip `state`).
+state = {"initialized": os.environ.get("FAKE_NPU_INITIALIZED", "1") != "0"}
+npu.is_initialized = lambda: state["initialized"]
 npu.get_device_name = lambda index=0: "Ascend910B2 (fake)"
 npu.memory = types.SimpleNamespace(_set_allocator_settings=lambda settings: None)
 
 torch.npu = npu
 sys.modules["torch.npu"] = npu
 sys.modules["torch_npu.npu"] = npu  # `torch_npu.npu.X` and `from torch_npu.npu import X`
+
+# The real torch_npu replaces torch.save at import with its NPU-aware save (utils/serialization.py).
+from .utils import serialization as _serialization  # noqa: E402
+
+_serialization.add_serialization_methods()
 
 
 class _Mstx:
