@@ -78,6 +78,91 @@ out["config_device_after"] = config.trainer.device
 out["cpu_kept"] = build(cpu_config).device_name
 """
 
+# Stand-in rollout workers echo [prompt id, worker, position in the worker's chunk] per row, so the
+# report shows which worker got which sample and whether each response came back to its prompt.
+ROLLOUT_PROBE = """
+import asyncio, inspect, types
+import numpy as np, ray, torch
+from omegaconf import OmegaConf
+from verl.protocol import DataProto
+from verl.experimental.agent_loop import agent_loop
+from verl.utils import rollout_order
+
+P, N, W = 4, 4, 2
+use_ray = "ray.get(" in inspect.getsource(agent_loop.AgentLoopManager.generate_sequences)  # 0.6.x
+if use_ray:
+    ray.init(num_cpus=1, num_gpus=0, include_dashboard=False, log_to_driver=False)
+
+
+def make_batch(prompts):
+    ids = torch.arange(prompts).unsqueeze(1) * 10 + torch.arange(3)
+    return DataProto.from_single_dict({"input_ids": ids, "attention_mask": torch.ones_like(ids),
+        "uid": np.array([f"uid-{p}" for p in range(prompts)], dtype=object),
+        "reward_model": np.array([{"ground_truth": f"gt-{p}"} for p in range(prompts)], dtype=object)})
+
+
+def echo(chunk, worker):
+    ids = chunk.batch["input_ids"]
+    pid = ids[:, 0] // 10
+    resp = torch.stack([pid, torch.full_like(pid, worker), torch.arange(len(chunk))], dim=1)
+    fields = {"prompts": ids, "responses": resp, "input_ids": torch.cat([ids, resp], 1),
+              "attention_mask": torch.ones(len(chunk), ids.shape[1] + 3, dtype=torch.long)}
+    if "uid" in chunk.non_tensor_batch:
+        fields["uid"] = chunk.non_tensor_batch["uid"].copy()  # union then refuses a misaligned join
+    out = DataProto.from_single_dict(fields)
+    sample = {"generate_sequences": 0.001, "tool_calls": 0.0, "compute_score": 0.0, "num_preempted": 0}
+    out.meta_info["metrics"] = [dict(sample) for _ in range(len(chunk))]
+    return out
+
+
+class Worker:
+    def __init__(self, rank):
+        self.rank = rank
+        self.generate_sequences = types.SimpleNamespace(remote=self.remote)
+
+    def remote(self, chunk):
+        out = echo(chunk, self.rank)
+        if use_ray:
+            return ray.put(out)
+        async def done():
+            return out
+        return done()
+
+
+manager = agent_loop.AgentLoopManager.__new__(agent_loop.AgentLoopManager)
+manager.config = OmegaConf.create({"actor_rollout_ref": {"rollout": {"free_cache_engine": False}},
+                                   "reward_model": {"rollout": {"free_cache_engine": False}}})
+manager.reward_model_manager = None
+manager.agent_loop_workers = [Worker(w) for w in range(W)]
+
+
+def spmd_generate(batch):  # what the worker group's DP dispatch does: contiguous chunks by rank
+    return DataProto.concat([echo(chunk, w) for w, chunk in enumerate(batch.chunk(W))])
+
+
+def step(generate, with_uid=True):
+    batch = make_batch(P)
+    gen_batch = batch.pop(batch_keys=["input_ids", "attention_mask"])
+    if with_uid:
+        gen_batch.non_tensor_batch["uid"] = batch.non_tensor_batch["uid"].copy()
+    gen_batch = gen_batch.repeat(repeat_times=N, interleave=True)
+    merged = batch.repeat(repeat_times=N, interleave=True).union(generate(gen_batch))
+    dispatch = {}
+    for prompt, worker, pos in merged.batch["responses"].tolist():
+        dispatch.setdefault(str(worker), {})[pos] = prompt
+    return {"dispatch": {w: [d[k] for k in sorted(d)] for w, d in sorted(dispatch.items())},
+            "prompts": [int(r[0]) for r in merged.batch["responses"].tolist()],
+            "uids": [str(u) for u in merged.non_tensor_batch["uid"]],
+            "priority": [int(x) for x in gen_batch.non_tensor_batch.get("priority", [])]}
+
+
+rollout = {"on": {"agent_loop": step(manager.generate_sequences),
+                  "spmd": step(lambda b: rollout_order.generate_in_tiled_order(spmd_generate, b), with_uid=False)}}
+os.environ["VERL_ROLLOUT_DISPATCH_ORDER"] = "interleaved"
+rollout["off"] = {"agent_loop": step(manager.generate_sequences)}
+out["rollout"] = rollout
+"""
+
 # MindSpeed's adaptor imports transfer_to_npu before verl; a stray nvidia-smi is on PATH: the worst case.
 ASCEND_PRELUDE = "\nimport torch_npu.contrib.transfer_to_npu"
 
@@ -106,17 +191,52 @@ def _patched_env(root, fake_npu=True, **extra):
     return env
 
 
-def test_patched_source_gives_npu_like_the_runtime_patch(patched_tree):
-    _diffs_for_installed("device")
-    needs_trainer = any(d.fix == "trainer_device" for d in _diffs_for_installed())
-    code = DEVICE_PROBE.format(prelude=MSTX + ASCEND_PRELUDE, extra=TRAINER_PROBE if needs_trainer else "")
-    out = last_json(run_python(code, env=_patched_env(patched_tree, bins=("nvidia-smi",))))
+def _has(fix):
+    return any(d.fix == fix for d in VERL_DIFFS if d.version == installed_version())
+
+
+@pytest.fixture(scope="module")
+def patched_probe(patched_tree):
+    """One fresh interpreter on the patched copy, plugin off, Ascend doubles on (the worst case:
+    MindSpeed's transfer_to_npu imported first, a stray nvidia-smi on PATH). Every diff's observable
+    behaviour is read from this one run (each interpreter costs seconds of verl imports)."""
+    extra = "import os\n" + (TRAINER_PROBE if _has("trainer_device") else "") + (ROLLOUT_PROBE if _has("rollout_order") else "")
+    code = DEVICE_PROBE.format(prelude=MSTX + ASCEND_PRELUDE, extra=extra)
+    out = last_json(run_python(code, env=_patched_env(patched_tree, bins=("nvidia-smi",)), timeout=420))
     assert out["verl_file"].startswith(str(patched_tree))
-    # The runtime patch's answer in the same situation (tests/test_device.py::test_all_three_at_once).
-    assert (out["device"], out["backend"]) == ("npu", "hccl")
-    if needs_trainer:  # runtime patch trainer_device: cuda -> npu, cpu kept
-        assert out["config_device_before"] == "cuda"
-        assert (out["trainer_device"], out["config_device_after"], out["cpu_kept"]) == ("npu", "npu", "cpu")
+    return out
+
+
+def test_patched_source_gives_npu_like_the_runtime_patch(patched_probe):
+    _diffs_for_installed("device")
+    # The runtime patch's answer in the same situation (tests/test_device.py::test_all_three_at_once);
+    # stock verl answers cuda there (test_transfer_to_npu_without_plugin_reproduces_the_bug).
+    assert (patched_probe["device"], patched_probe["backend"]) == ("npu", "hccl")
+
+
+def test_patched_source_switches_trainer_device_like_the_runtime_patch(patched_probe):
+    _diffs_for_installed("trainer_device")
+    # runtime patch trainer_device: the default cuda becomes npu, cpu is kept
+    assert patched_probe["config_device_before"] == "cuda"
+    assert (patched_probe["trainer_device"], patched_probe["config_device_after"]) == ("npu", "npu")
+    assert patched_probe["cpu_kept"] == "cpu"
+
+
+def test_patched_source_dispatches_tiled_like_the_runtime_patch(patched_probe):
+    _diffs_for_installed("rollout_order")
+    on, off = patched_probe["rollout"]["on"], patched_probe["rollout"]["off"]
+    interleaved = [p for p in range(4) for _ in range(4)]
+    # Same dispatch as the runtime patch (rollout branch, tests/test_rollout_order_ray.py): every
+    # worker gets every prompt, 2 samples each; the trainer still sees interleaved, aligned rows.
+    for path in ("agent_loop", "spmd"):
+        assert on[path]["dispatch"] == {"0": [0, 1, 2, 3] * 2, "1": [0, 1, 2, 3] * 2}, path
+        assert on[path]["prompts"] == interleaved
+        assert on[path]["uids"] == [f"uid-{p}" for p in interleaved]
+    # switched off: verl's stock dispatch, whole prompts per worker
+    assert off["agent_loop"]["dispatch"] == {"0": [0, 0, 0, 0, 1, 1, 1, 1], "1": [2, 2, 2, 2, 3, 3, 3, 3]}
+    assert off["agent_loop"]["prompts"] == interleaved
+    if on["agent_loop"]["priority"]:  # verl 0.9: per-sample priority = position in the dispatch
+        assert on["agent_loop"]["priority"] == [s * 4 + p for p in range(4) for s in range(4)]
 
 
 def test_patched_source_changes_nothing_without_ascend(patched_tree):
