@@ -33,8 +33,13 @@ def test_diff_applies_to_published_source(diff):
 @pytest.mark.verl_agnostic
 @pytest.mark.parametrize("version", sorted({d.version for d in VERL_DIFFS}))
 def test_all_diffs_of_a_version_apply_together(version, tmp_path):
-    root = copy_tree(version, tmp_path)
-    for diff in (d for d in VERL_DIFFS if d.version == version):
+    # in either order: each diff is independent of the others, so a user may pick any subset
+    mine = [d for d in VERL_DIFFS if d.version == version]
+    reversed_root = copy_tree(version, tmp_path / "reversed")
+    for diff in reversed(mine):
+        apply(diff.path, reversed_root)
+    root = copy_tree(version, tmp_path / "sorted")
+    for diff in mine:
         apply(diff.path, root)
         assert dry_run(diff.path, root, reverse=True)[0], f"{diff.fix} does not read as applied"
     compiled = subprocess.run(["python", "-m", "compileall", "-q", str(root / "verl")],
