@@ -74,3 +74,77 @@ def apply(diff: Path, root: Path) -> None:
     proc = subprocess.run(["git", "apply", "-p1", str(diff)], cwd=root, env=env,
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, f"git apply {diff} failed:\n{proc.stderr}"
+
+
+# --- torch: the installed one, or the distributed-checkpoint sources cut from a published wheel ---
+
+TORCH_FILES = ("torch/version.py",)
+TORCH_DIRS = ("torch/distributed/",)
+
+
+def installed_torch_root() -> Path:
+    spec = importlib.util.find_spec("torch")
+    return Path(list(spec.submodule_search_locations)[0]).parent
+
+
+def installed_torch_release() -> str:
+    text = (installed_torch_root() / "torch" / "version.py").read_text()
+    return text.split("__version__ = ")[1].split("\n")[0].strip("'\"").split("+")[0]
+
+
+def torch_tree(version: str) -> Path:
+    """Directory holding ``torch/`` of that version: the installed torch, or ``torch/distributed``'s
+    Python sources (and ``torch/version.py``) cut from the published wheel and cached. A torch wheel
+    is large (2.7.1: 821 MB, ~50 s here), so it is downloaded once and only those files are kept."""
+    if installed_torch_release() == version:
+        return installed_torch_root()
+    cached = CACHE / f"torch-{version}"
+    if (cached / "torch" / "version.py").is_file():
+        return cached
+    with tempfile.TemporaryDirectory(prefix="va-torch-") as tmp:
+        try:
+            proc = subprocess.run(
+                [sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--only-binary=:all:",
+                 f"torch=={version}", "-d", tmp],
+                capture_output=True, text=True, timeout=600,
+            )
+        except subprocess.TimeoutExpired:
+            pytest.skip(f"downloading the torch {version} wheel took over 600 s")
+        wheels = list(Path(tmp).glob("torch-*.whl"))
+        if proc.returncode != 0 or not wheels:
+            pytest.skip(f"cannot download the torch {version} wheel from the package index: {proc.stderr.strip()[-300:]}")
+        with zipfile.ZipFile(wheels[0]) as wheel:
+            members = [m for m in wheel.namelist()
+                       if m in TORCH_FILES or (m.startswith(TORCH_DIRS) and m.endswith(".py"))]
+            wheel.extractall(Path(tmp) / "tree", members)
+        wheels[0].unlink()
+        CACHE.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix=f".torch-{version}-", dir=CACHE))
+        shutil.move(str(Path(tmp) / "tree" / "torch"), staging / "torch")
+        try:
+            staging.rename(cached)
+        except OSError:
+            shutil.rmtree(staging, ignore_errors=True)
+    return cached
+
+
+def torch_overlay(dest: Path, files) -> Path:
+    """``dest/torch``: the installed torch as symlinks, with real copies of ``files`` (paths like
+    ``torch/distributed/...py``) and of the directories leading to them, so a diff can be applied
+    to the copies and the result imported with ``PYTHONPATH=dest`` (no 1 GB copy)."""
+    src = installed_torch_root()
+    real_dirs = {Path(*Path(f).parts[:k]) for f in files for k in range(1, len(Path(f).parts))}
+
+    def build(rel: Path):
+        (dest / rel).mkdir(parents=True, exist_ok=True)
+        for entry in os.scandir(src / rel):
+            item = rel / entry.name
+            if item in real_dirs:
+                build(item)
+            elif item.as_posix() in files:
+                shutil.copyfile(entry.path, dest / item)
+            elif entry.name != "__pycache__":
+                (dest / item).symlink_to(entry.path)
+
+    build(Path("torch"))
+    return dest

@@ -113,6 +113,13 @@ def release(version: str) -> str:
     return match.group(0) if match else version
 
 
+def _holds(path: Path, project: str) -> bool:
+    """A package directory, or a partial tree with the version stamp (e.g. sources cut from a wheel)."""
+    package = path / project
+    stamp = package / ("version/version" if project == "verl" else "version.py")
+    return (package / "__init__.py").is_file() or stamp.is_file()
+
+
 def locate(project: str, source: Optional[str] = None) -> Path:
     """The directory holding ``<project>/`` (site-packages or a checkout root)."""
     if source is None:
@@ -123,9 +130,9 @@ def locate(project: str, source: Optional[str] = None) -> Path:
     path = Path(source).expanduser().resolve()
     if not path.is_dir():
         raise SourceError(f"--source {source}: no such directory")
-    if (path / project / "__init__.py").is_file():
+    if _holds(path, project):
         return path
-    if path.name == project and (path / "__init__.py").is_file():
+    if path.name == project and _holds(path.parent, project):
         return path.parent
     raise SourceError(f"--source {source}: no {project}/ package in it; give the directory that holds {project}/")
 
@@ -134,7 +141,7 @@ def projects_in(source: str) -> list:
     path = Path(source).expanduser().resolve()
     if not path.is_dir():
         raise SourceError(f"--source {source}: no such directory")
-    found = [p for p in PROJECTS if (path / p / "__init__.py").is_file() or (path.name == p and (path / "__init__.py").is_file())]
+    found = [p for p in PROJECTS if _holds(path, p) or (path.name == p and _holds(path.parent, p))]
     if not found:
         raise SourceError(f"--source {source}: holds neither verl/ nor torch/; give the directory that holds them")
     return found
