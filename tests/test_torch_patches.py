@@ -11,7 +11,7 @@ import shutil
 import subprocess
 
 import pytest
-from subproc import clean_env, last_json, run_python
+from subproc import clean_env, last_json, run_cli, run_python
 from upstream_trees import installed_torch_release, installed_torch_root, torch_overlay, torch_tree
 
 from verl_ascend.upstream import dry_run, load_diffs
@@ -157,6 +157,13 @@ def test_patched_installed_torch_matches_stock_and_handles_expert_stacks(tmp_pat
     code = PROBE.format(stock_internals=str(root / INTERNALS), stock_planner=str(root / PLANNER), patched=patched)
     env = clean_env(VERL_ASCEND="0", PYTHONPATH=str(overlay))
     _check_behaviour(last_json(run_python(code, env=env, timeout=300)))
+    # the CLI tells the patched tree from the installed one
+    patched_report = run_cli("patches", "check", "--source", str(overlay))
+    stock_report = run_cli("patches", "check", "--project", "torch")
+    assert patched_report.returncode == 0 and stock_report.returncode == 0, patched_report.stderr + stock_report.stderr
+    assert f"torch {version}" in patched_report.stdout
+    assert "ckpt_validation" in patched_report.stdout and "already applied" in patched_report.stdout
+    assert "ckpt_validation" in stock_report.stdout and "applies" in stock_report.stdout
 
 
 @pytest.mark.verl_agnostic
@@ -166,6 +173,8 @@ def test_patched_torch_2_7_1_sources_match_stock(tmp_path):
     diff = next(d for d in TORCH_DIFFS if d.version == "2.7.1")
     tree = torch_tree("2.7.1")
     shutil.copytree(tree / "torch", tmp_path / "torch")
+    report = run_cli("patches", "check", "--source", str(tmp_path))
+    assert report.returncode == 0 and "torch 2.7.1" in report.stdout and "applies" in report.stdout, report.stdout
     _apply(diff.path, tmp_path)
     patched = (f"internals = load('torch.distributed._shard.sharding_spec._internals', {str(tmp_path / INTERNALS)!r})\n"
                f"planner = load('torch.distributed.checkpoint.default_planner_patched', {str(tmp_path / PLANNER)!r})")

@@ -168,6 +168,63 @@ rollout["off"] = {"agent_loop": step(manager.generate_sequences)}
 out["rollout"] = rollout
 """
 
+# Megatron worker setup on CPU with the MindSpeed double (it records every repatch): legacy workers
+# (verl <= 0.7) through _init_hf_config_and_tf_config, engine workers (0.8+) through _build_tf_config.
+MINDSPEED_OPTIONS = {"use_flash_attn": True, "use_fused_rmsnorm": True, "use_fused_swiglu": True,
+                     "recompute_granularity": "full", "recompute_method": "uniform", "recompute_num_layers": 1}
+MINDSPEED_KEYS = {"use_flash_attn", "use_fused_rmsnorm", "use_fused_swiglu"}
+MINDSPEED_PROBE = """
+import importlib.util, socket, tempfile, types
+import torch
+import mindspeed.megatron_adaptor as adaptor
+from transformers import Qwen2Config
+OPTIONS = %r
+HF = Qwen2Config(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
+                 num_key_value_heads=2, vocab_size=256, max_position_embeddings=128, architectures=["Qwen2ForCausalLM"])
+with socket.socket() as sock:
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK="0", WORLD_SIZE="1", LOCAL_RANK="0")
+torch.distributed.init_process_group("gloo", rank=0, world_size=1)
+ms = {}
+if importlib.util.find_spec("verl.workers.megatron_workers") is not None:
+    from omegaconf import OmegaConf
+    from megatron.core import parallel_state
+    from verl.workers import megatron_workers as workers
+    parallel_state.initialize_model_parallel()
+    model_dir = tempfile.mkdtemp()
+    HF.save_pretrained(model_dir)
+    tokenizer = types.SimpleNamespace(bos_token_id=1, eos_token_id=2, pad_token_id=0)
+
+    def build(cls, options):
+        worker = cls.__new__(cls)  # __init__ minus torch.distributed and Ray
+        worker.config, worker._rank = OmegaConf.create({"model": {}}), 0
+        worker._init_hf_config_and_tf_config(model_dir, tokenizer, torch.bfloat16, {}, dict(options), False, True)
+        return worker.tf_config
+
+    tf = build(workers.CriticWorker, OPTIONS)
+    ms["repatch_after_critic"] = sum(e["event"] == "repatch" for e in adaptor.events)
+    actor_options = dict(OPTIONS, use_fused_rotary_pos_emb=True)
+    workers._mindspeed_repatch(actor_options)  # what the patched ActorRolloutRefWorker.__init__ calls
+    ms["actor_has_rope"] = hasattr(build(workers.ActorRolloutRefWorker, actor_options), "use_fused_rotary_pos_emb")
+else:
+    from verl.workers.engine import MindspeedEngineWithLMHead
+    from verl.workers.config import McoreEngineConfig
+    config = McoreEngineConfig(use_mbridge=True, vanilla_mbridge=True, override_transformer_config=dict(OPTIONS))
+    engine = MindspeedEngineWithLMHead.__new__(MindspeedEngineWithLMHead)  # __init__ minus optimiser/model
+    engine.engine_config = config
+    engine.model_config = types.SimpleNamespace(hf_config=HF, model_type="language_model", local_path="",
+        share_embeddings_and_output_weights=False, mtp=types.SimpleNamespace(enable=False), trust_remote_code=False)
+    engine.enable_routing_replay, engine._qat_enabled = False, False
+    engine._init_device_mesh()  # verl: repatch(override_transformer_config), then the parallel groups
+    engine._build_tf_config()
+    tf = engine.tf_config
+    ms["options_after"] = sorted(config.override_transformer_config)
+ms.update(repatch=[e["options"] for e in adaptor.events if e["event"] == "repatch"], tf_type=type(tf).__name__,
+          tf_has={k: hasattr(tf, k) for k in OPTIONS}, recompute=getattr(tf, "recompute_granularity", None))
+out["mindspeed"] = ms
+""" % (MINDSPEED_OPTIONS,)
+
 # MindSpeed's adaptor imports transfer_to_npu before verl; a stray nvidia-smi is on PATH: the worst case.
 ASCEND_PRELUDE = "\nimport torch_npu.contrib.transfer_to_npu"
 
@@ -205,7 +262,8 @@ def patched_probe(patched_tree):
     """One fresh interpreter on the patched copy, plugin off, Ascend doubles on (the worst case:
     MindSpeed's transfer_to_npu imported first, a stray nvidia-smi on PATH). Every diff's observable
     behaviour is read from this one run (each interpreter costs seconds of verl imports)."""
-    extra = "import os\n" + (TRAINER_PROBE if _has("trainer_device") else "") + (ROLLOUT_PROBE if _has("rollout_order") else "")
+    extra = "import os\n" + "".join(probe for fix, probe in (("trainer_device", TRAINER_PROBE), ("rollout_order", ROLLOUT_PROBE),
+                                                            ("mindspeed", MINDSPEED_PROBE)) if _has(fix))
     code = DEVICE_PROBE.format(prelude=MSTX + ASCEND_PRELUDE, extra=extra)
     out = last_json(run_python(code, env=_patched_env(patched_tree, bins=("nvidia-smi",)), timeout=420))
     assert out["verl_file"].startswith(str(patched_tree))
@@ -242,6 +300,23 @@ def test_patched_source_dispatches_tiled_like_the_runtime_patch(patched_probe):
     assert off["agent_loop"]["prompts"] == interleaved
     if on["agent_loop"]["priority"]:  # verl 0.9: per-sample priority = position in the dispatch
         assert on["agent_loop"]["priority"] == [s * 4 + p for p in range(4) for s in range(4)]
+
+
+def test_patched_source_splits_mindspeed_options_like_the_runtime_patch(patched_probe):
+    _diffs_for_installed("mindspeed")
+    ms = patched_probe["mindspeed"]
+    # as the runtime patch (mindspeed branch, tests/test_mindspeed.py): TransformerConfig is built from
+    # Megatron's fields only and they take effect; MindSpeed's keys reach repatch
+    assert ms["tf_type"].endswith("TransformerConfig")
+    assert not any(ms["tf_has"][k] for k in MINDSPEED_KEYS) and ms["recompute"] == "full"
+    assert MINDSPEED_KEYS <= set(ms["repatch"][0])
+    if "repatch_after_critic" in ms:  # legacy workers: the critic now repatches; the actor's is not repeated
+        assert ms["repatch_after_critic"] == 1
+        assert len(ms["repatch"]) == 2 and ms["repatch"][1].get("use_fused_rotary_pos_emb") is True
+        assert ms["actor_has_rope"] is False
+    else:  # engine workers: verl's MindspeedEngine repatches once; the engine config keeps every option
+        assert len(ms["repatch"]) == 1
+        assert MINDSPEED_KEYS <= set(ms["options_after"])
 
 
 def test_patched_source_changes_nothing_without_ascend(patched_tree):
