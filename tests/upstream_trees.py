@@ -29,37 +29,42 @@ def installed_version() -> str:
     return (installed_root() / "verl" / "version" / "version").read_text().strip()
 
 
-def verl_tree(version: str) -> Path:
-    """Directory holding ``verl/`` of that version (read-only: copy before changing it)."""
-    if installed_version() == version:
-        return installed_root()
-    cached = CACHE / f"verl-{version}"
-    if (cached / "verl" / "version" / "version").is_file():
+def _published_tree(dist: str, version: str, stamp: str, keep, timeout: int) -> Path:
+    """The files of the published ``dist==version`` wheel for which ``keep(name)`` holds, unpacked
+    once under CACHE (``stamp``, a path inside, says the tree is complete). Skips when impossible."""
+    cached = CACHE / f"{dist}-{version}"
+    if (cached / stamp).is_file():
         return cached
-    with tempfile.TemporaryDirectory(prefix="va-wheel-") as tmp:
+    with tempfile.TemporaryDirectory(prefix=f"va-{dist}-") as tmp:
         try:
             proc = subprocess.run(
                 [sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--only-binary=:all:",
-                 f"verl=={version}", "-d", tmp],
-                capture_output=True, text=True, timeout=180,
+                 f"{dist}=={version}", "-d", tmp],
+                capture_output=True, text=True, timeout=timeout,
             )
         except subprocess.TimeoutExpired:
-            pytest.skip(f"downloading the verl {version} wheel took over 180 s")
-        wheels = list(Path(tmp).glob("verl-*.whl"))
+            pytest.skip(f"downloading the {dist} {version} wheel took over {timeout} s")
+        wheels = list(Path(tmp).glob(f"{dist}-*.whl"))
         if proc.returncode != 0 or not wheels:
-            pytest.skip(f"cannot download the verl {version} wheel from the package index: {proc.stderr.strip()[-300:]}")
-        unpacked = Path(tmp) / "tree"
+            pytest.skip(f"cannot download the {dist} {version} wheel from the package index: {proc.stderr.strip()[-300:]}")
         with zipfile.ZipFile(wheels[0]) as wheel:
-            members = [m for m in wheel.namelist() if m.startswith("verl/")]
-            wheel.extractall(unpacked, members)
+            wheel.extractall(Path(tmp) / "tree", [m for m in wheel.namelist() if keep(m)])
+        wheels[0].unlink()  # a torch wheel is most of a gigabyte
         CACHE.mkdir(parents=True, exist_ok=True)
-        staging = Path(tempfile.mkdtemp(prefix=f".verl-{version}-", dir=CACHE))
-        shutil.move(str(unpacked / "verl"), staging / "verl")
+        staging = Path(tempfile.mkdtemp(prefix=f".{dist}-{version}-", dir=CACHE))
+        shutil.move(str(Path(tmp) / "tree" / dist), staging / dist)
         try:
             staging.rename(cached)  # atomic: a parallel run either sees the whole tree or none
         except OSError:
             shutil.rmtree(staging, ignore_errors=True)  # another run won the race
     return cached
+
+
+def verl_tree(version: str) -> Path:
+    """Directory holding ``verl/`` of that version (read-only: copy before changing it)."""
+    if installed_version() == version:
+        return installed_root()
+    return _published_tree("verl", version, "verl/version/version", lambda name: name.startswith("verl/"), 180)
 
 
 def copy_tree(version: str, dest: Path) -> Path:
@@ -95,37 +100,11 @@ def installed_torch_release() -> str:
 def torch_tree(version: str) -> Path:
     """Directory holding ``torch/`` of that version: the installed torch, or ``torch/distributed``'s
     Python sources (and ``torch/version.py``) cut from the published wheel and cached. A torch wheel
-    is large (2.7.1: 821 MB, ~50 s here), so it is downloaded once and only those files are kept."""
+    is large (2.7.1: 821 MB, 50-70 s here), so it is downloaded once and only those files are kept."""
     if installed_torch_release() == version:
         return installed_torch_root()
-    cached = CACHE / f"torch-{version}"
-    if (cached / "torch" / "version.py").is_file():
-        return cached
-    with tempfile.TemporaryDirectory(prefix="va-torch-") as tmp:
-        try:
-            proc = subprocess.run(
-                [sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--only-binary=:all:",
-                 f"torch=={version}", "-d", tmp],
-                capture_output=True, text=True, timeout=600,
-            )
-        except subprocess.TimeoutExpired:
-            pytest.skip(f"downloading the torch {version} wheel took over 600 s")
-        wheels = list(Path(tmp).glob("torch-*.whl"))
-        if proc.returncode != 0 or not wheels:
-            pytest.skip(f"cannot download the torch {version} wheel from the package index: {proc.stderr.strip()[-300:]}")
-        with zipfile.ZipFile(wheels[0]) as wheel:
-            members = [m for m in wheel.namelist()
-                       if m in TORCH_FILES or (m.startswith(TORCH_DIRS) and m.endswith(".py"))]
-            wheel.extractall(Path(tmp) / "tree", members)
-        wheels[0].unlink()
-        CACHE.mkdir(parents=True, exist_ok=True)
-        staging = Path(tempfile.mkdtemp(prefix=f".torch-{version}-", dir=CACHE))
-        shutil.move(str(Path(tmp) / "tree" / "torch"), staging / "torch")
-        try:
-            staging.rename(cached)
-        except OSError:
-            shutil.rmtree(staging, ignore_errors=True)
-    return cached
+    return _published_tree("torch", version, "torch/version.py",
+                           lambda name: name in TORCH_FILES or (name.startswith(TORCH_DIRS) and name.endswith(".py")), 600)
 
 
 def torch_overlay(dest: Path, files) -> Path:
