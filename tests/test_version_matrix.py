@@ -14,8 +14,8 @@ import json{prelude}
 import verl
 from verl.utils.device import get_device_name, get_nccl_backend
 from verl_ascend import registry, support
-print(json.dumps({"file": verl.__file__, "device": get_device_name(), "backend": get_nccl_backend(),
-                  "support": support.verdict(), "patches": {p["name"]: p for p in registry.snapshot()}}))
+print(json.dumps({{"file": verl.__file__, "device": get_device_name(), "backend": get_nccl_backend(),
+                  "support": support.verdict(), "patches": {{p["name"]: p for p in registry.snapshot()}}}}))
 """
 
 
