@@ -14,7 +14,11 @@ import json{prelude}
 import verl
 from verl.utils.device import get_device_name, get_nccl_backend
 from verl_ascend import registry, support
-print(json.dumps({{"file": verl.__file__, "device": get_device_name(), "backend": get_nccl_backend(),
+try:
+    backend = get_nccl_backend()
+except RuntimeError as exc:  # verl 0.5.0 raises on a CPU-only host
+    backend = str(exc)
+print(json.dumps({{"file": verl.__file__, "device": get_device_name(), "backend": backend,
                   "support": support.verdict(), "patches": {{p["name"]: p for p in registry.snapshot()}}}}))
 """
 
