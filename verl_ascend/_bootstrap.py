@@ -35,6 +35,9 @@ def activate(source: str = "manual") -> bool:
         from .patches import all_patches
 
         registry.install(all_patches())
+        from . import support
+
+        support.watch()  # one WARNING when the imported verl is outside the supported range
         _state["active"] = True
         return True
     except Exception:  # never let activation break the host process
