@@ -7,3 +7,4 @@ verl's Hydra configs; ``verl_checks`` runs verl's own validation; ``model_facts`
 """
 
 
+from .report import run_check  # noqa: F401
