@@ -19,7 +19,7 @@ ray_wait_for_npus() {
       return 1
     fi
     echo "waiting for NPUs: $have/$want (${waited}s/${timeout}s)"
-    sleep 10
-    waited=$((waited + 10))
+    sleep "${RAY_WAIT_INTERVAL:-10}"
+    waited=$((waited + ${RAY_WAIT_INTERVAL:-10}))
   done
 }

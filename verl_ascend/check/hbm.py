@@ -73,7 +73,7 @@ def estimate(ctx) -> list:
         parts, state = _training(ctx, lay)
         total = sum(parts.values()) / GB
         keys = (f"{ARR}.actor.ppo_micro_batch_size_per_gpu", lay.key("tensor_model_parallel_size"),
-                lay.key("pipeline_model_parallel_size"), lay.key("expert_model_parallel_size"))
+                lay.key("pipeline_model_parallel_size")) + ((lay.key("expert_model_parallel_size"),) if facts.is_moe else ())
         msg = f"training phase ~{total:.1f} of {CARD_GB:.0f} GB per card ({_fmt(parts)})"
         fix = ("raise TP/PP/EP, lower ppo_micro_batch_size_per_gpu, or enable full recompute "
                f"(+{lay.otc_key('recompute_granularity')}=full with recompute_method=uniform)")
@@ -105,6 +105,8 @@ def estimate(ctx) -> list:
         out.append(Finding("hbm", ERROR, rkeys, msg + ": training state left on the card plus vLLM's share do not fit",
                            "set actor_rollout_ref.actor.megatron.param_offload=True and optimizer_offload=True "
                            "(ref.megatron.param_offload=True), or lower gpu_memory_utilization"))
+    else:
+        out.append(Finding("hbm", INFO, (), msg))
     expert_split = ro.ep if (facts.is_moe and ro.ep > 1) else ro.tp
     weights = 2 * (facts.dense_params() / ro.tp + (facts.expert_params() / expert_split if facts.is_moe else 0))
     kv_budget = engine - weights - ENGINE_WORKSPACE_GB * GB
