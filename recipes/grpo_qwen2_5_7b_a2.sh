@@ -10,7 +10,7 @@ HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 source "$HERE/a2_env.sh"
 
 MODEL_PATH=${MODEL_PATH:-$HOME/models/Qwen2.5-7B-Instruct}
-# Megatron dist checkpoint made once by: verl-ascend convert --hf_model_path $MODEL_PATH --output_path ...
+# Megatron dist checkpoint, made once: python scripts/converter_hf_to_mcore.py --hf_model_path $MODEL_PATH --output_path $DIST_CKPT_PATH
 DIST_CKPT_PATH=${DIST_CKPT_PATH:-$HOME/models/Qwen2.5-7B-Instruct-mcore}
 DATA_DIR=${DATA_DIR:-$HOME/data/gsm8k}
 CKPTS_DIR=${CKPTS_DIR:-$HOME/ckpts/grpo_qwen2_5_7b_a2}

@@ -15,7 +15,7 @@ HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 source "$HERE/a2_env.sh"
 
 MODEL_PATH=${MODEL_PATH:-$HOME/models/Qwen3-235B-A22B}
-# Megatron dist checkpoint made once (one node x 8) by: verl-ascend convert --hf_model_path $MODEL_PATH ...
+# Megatron dist checkpoint, made once: python scripts/converter_hf_to_mcore.py --hf_model_path $MODEL_PATH --output_path $DIST_CKPT_PATH
 DIST_CKPT_PATH=${DIST_CKPT_PATH:-$HOME/models/Qwen3-235B-A22B-mcore}
 DATA_DIR=${DATA_DIR:-$HOME/data/gsm8k}
 CKPTS_DIR=${CKPTS_DIR:-$HOME/ckpts/grpo_qwen3_235b_a22b_a2}

@@ -69,7 +69,7 @@ def estimate(ctx) -> list:
         return []
     out = []
     lay = train_layout(cfg, "actor")
-    if lay.is_megatron:
+    if lay.is_megatron and lay.dp(ctx.world):  # an invalid layout is the parallel rule's finding
         parts, state = _training(ctx, lay)
         total = sum(parts.values()) / GB
         keys = (f"{ARR}.actor.ppo_micro_batch_size_per_gpu", lay.key("tensor_model_parallel_size"),

@@ -20,9 +20,9 @@ def text(report: dict) -> str:
         for role in ("actor", "ref"):
             if role in layout:
                 r = layout[role]
-                parts.append(f"{role} TP{r['tp']} PP{r['pp']} CP{r['cp']} EP{r['ep']} DP{r['dp']}")
+                parts.append(f"{role} TP{r['tp']} PP{r['pp']} CP{r['cp']} EP{r['ep']} DP{r['dp'] or '?'}")
         ro = layout["rollout"]
-        parts.append(f"rollout {ro['name']} TP{ro['tp']} DP{ro['dp']} EP{ro['ep']} x{ro['replicas']} replicas")
+        parts.append(f"rollout {ro['name']} TP{ro['tp']} DP{ro['dp']} EP{ro['ep']} x{ro['replicas'] or '?'} replicas")
         lines.append("layout: " + "; ".join(parts))
     verl = report.get("verl_validation")
     if verl:

@@ -32,6 +32,12 @@ def _divisors_near(total: int, target: int) -> list:
     return sorted((d for d in range(1, total + 1) if total % d == 0), key=lambda d: (abs(d - target), d))[:3]
 
 
+def _nodes_for(cfg, ranks: int) -> int:
+    """Smallest node count whose NPUs a group of `ranks` ranks divides."""
+    per_node = int(get(cfg, "trainer.n_gpus_per_node", 8))
+    return next(n for n in range(1, ranks + 1) if (n * per_node) % ranks == 0)
+
+
 def parallel(ctx: Context) -> list:
     out, world = [], ctx.world
     moe = bool(ctx.facts and ctx.facts.is_moe)
@@ -48,7 +54,8 @@ def parallel(ctx: Context) -> list:
             out.append(Finding("parallel", ERROR, keys,
                                f"{lay.role}: world size {world} (trainer.nnodes x n_gpus_per_node) is not divisible by "
                                f"TP {lay.tp} x PP {lay.pp} x CP {lay.cp} = {lay.model_parallel}",
-                               f"choose TP x PP x CP dividing {world}, e.g. "
+                               f"set trainer.nnodes to a multiple of {_nodes_for(ctx.cfg, lay.model_parallel)}, or choose "
+                               f"TP x PP x CP dividing {world}, e.g. "
                                f"{' or '.join(str(d) for d in _divisors_near(world, lay.model_parallel))}"))
             continue
         if moe or lay.ep > 1:
@@ -72,7 +79,8 @@ def parallel(ctx: Context) -> list:
         out.append(Finding("parallel", ERROR, rkeys,
                            f"rollout: world size {world} is not divisible by one rollout replica = TP {ro.tp} x DP "
                            f"{ro.dp} x PP {ro.pp} = {ro.replica}",
-                           f"choose a replica size dividing {world}, e.g. "
+                           f"set trainer.nnodes to a multiple of {_nodes_for(ctx.cfg, ro.replica)}, or choose a "
+                           f"replica size dividing {world}, e.g. "
                            f"{' or '.join(str(d) for d in _divisors_near(world, ro.replica))}"))
     if ro.ep > 1 and ro.ep != ro.tp * ro.dp:
         out.append(Finding("parallel", ERROR, (f"{ARR}.rollout.expert_parallel_size",) + rkeys[2:4],
