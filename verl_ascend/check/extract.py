@@ -10,7 +10,6 @@ temporary working directory, with stdin closed and a timeout.
 
 import dataclasses
 import os
-import shlex
 import subprocess
 import tempfile
 from pathlib import Path
@@ -157,7 +156,3 @@ def extract(script: str, env_overrides=None, timeout: float = 60.0):
             "call the trainer as `python3 -m verl.trainer.main_ppo ...` (python/python3 by name, not by "
             "absolute path), and make sure the script does not exit before it")], stderr
     return launches[-1], [], stderr
-
-
-def quote(overrides) -> str:
-    return " ".join(shlex.quote(o) for o in overrides)

@@ -27,6 +27,9 @@ class Context:
         roles = ["actor"] + (["ref"] if self.use_ref else [])
         return [train_layout(self.cfg, role) for role in roles]
 
+    def megatron_layouts(self):
+        return [lay for lay in self.layouts() if lay.is_megatron]
+
 
 def _divisors_near(total: int, target: int) -> list:
     return sorted((d for d in range(1, total + 1) if total % d == 0), key=lambda d: (abs(d - target), d))[:3]
@@ -187,9 +190,7 @@ def pipeline(ctx: Context) -> list:
     if not ctx.facts:
         return []
     out, layers = [], ctx.facts.num_layers
-    for lay in ctx.layouts():
-        if not lay.is_megatron:
-            continue
+    for lay in ctx.megatron_layouts():
         first, last = lay.first_stage_layers, lay.last_stage_layers
         keys = (lay.key("pipeline_model_parallel_size"), lay.otc_key("num_layers_in_first_pipeline_stage"),
                 lay.otc_key("num_layers_in_last_pipeline_stage"))
@@ -222,9 +223,7 @@ def heads(ctx: Context) -> list:
     if not facts:
         return []
     out = []
-    for lay in ctx.layouts():
-        if not lay.is_megatron:
-            continue
+    for lay in ctx.megatron_layouts():
         key = lay.key("tensor_model_parallel_size")
         if facts.num_heads % lay.tp or facts.num_kv_heads % lay.tp:
             out.append(Finding("heads", ERROR, (key,),
@@ -248,9 +247,7 @@ def experts(ctx: Context) -> list:
     if not facts:
         return []
     out = []
-    for lay in ctx.layouts():
-        if not lay.is_megatron:
-            continue
+    for lay in ctx.megatron_layouts():
         key = lay.key("expert_model_parallel_size")
         if facts.is_moe and facts.num_experts % lay.ep:
             out.append(Finding("experts", ERROR, (key,),
