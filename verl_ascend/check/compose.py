@@ -35,6 +35,13 @@ _DAPO_REWARD = {
 }
 
 
+# Keys that older recipes pass and newer verl dropped: the generic "+key" advice would be wrong.
+_REMOVED = {
+    "grad_offload": "verl >= 0.8 has no megatron.grad_offload: gradients are offloaded with param_offload; "
+                    "remove the override",
+}
+
+
 @dataclasses.dataclass
 class Composed:
     config: object  # DictConfig, or None when composition failed
@@ -93,6 +100,11 @@ def _compose_error(exc: Exception, source: str) -> Finding:
            "check the spelling against the installed verl's config")
     if "Could not override" in text or "Key '" in text:
         fix = "to add a key verl's config does not have, write it as +key=value; otherwise fix the spelling"
+    if "Could not append" in text:
+        fix = "the key already exists in verl's config: drop the '+' (or use '++' to work with any verl version)"
+    for key in keys:
+        if key.rsplit(".", 1)[-1] in _REMOVED:
+            fix = _REMOVED[key.rsplit(".", 1)[-1]]
     if not isinstance(exc, HydraException):
         text = f"{type(exc).__name__}: {text}"
     return Finding("compose", ERROR, keys, f"composing {source} failed: {text.splitlines()[0]}"

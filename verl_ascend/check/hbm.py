@@ -85,7 +85,7 @@ def estimate(ctx) -> list:
             out.append(Finding("hbm", INFO, (), msg))
         m = f"{ARR}.actor.megatron"
         param_off = bool(get(cfg, f"{m}.param_offload", False))
-        # verl >= 0.7 has no grad_offload key: gradients move with the parameters
+        # verl >= 0.8 has no grad_offload key: gradients move with the parameters
         grad_off = bool(get(cfg, f"{m}.grad_offload", param_off))
         resident = {"actor weights": 0 if param_off else state["weights"],
                     "actor grads": 0 if grad_off else state["grads"],
