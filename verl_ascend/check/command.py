@@ -1,0 +1,48 @@
+"""`verl-ascend check RECIPE.sh`: preflight a verl launch script before booking the cluster."""
+
+import json
+import os
+import sys
+
+_HELP = """Run RECIPE.sh under bash with python/ray replaced by recorders (nothing is trained), compose
+the trainer call's Hydra overrides with the installed verl's config, run verl's own validation, then
+the Ascend A2 preflight rules (parallel sizes vs world size, batch divisibility, lengths, pipeline
+layer split, heads/experts vs TP/EP, HBM per 64 GB 910B card, known-bad combinations).
+Exit 0 = clean, 1 = warnings only, 2 = errors."""
+
+
+def register(sub) -> None:
+    p = sub.add_parser("check", help="check a recipe script against the installed verl (no NPU needed)",
+                       description=_HELP)
+    p.add_argument("recipe", metavar="RECIPE.sh", help="bash script that launches python -m verl.trainer.main_ppo "
+                   "(or recipe.dapo.main_dapo)")
+    p.add_argument("--json", action="store_true", help="print the report as one JSON object")
+    p.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE",
+                   help="extra Hydra override appended after the script's (repeatable), e.g. --set trainer.nnodes=8")
+    p.add_argument("--verl-src", metavar="DIR", default=None,
+                   help="verl source tree (with recipe/dapo) or verl-recipe checkout: compose DAPO's own config; "
+                   "also exported to the script as VERL_SRC")
+    p.set_defaults(func=main)
+
+
+def main(args) -> int:
+    if not os.path.isfile(args.recipe):
+        print(f"verl-ascend check: {args.recipe}: no such file; pass the path of a recipe script", file=sys.stderr)
+        return 2
+    if args.verl_src and not os.path.isdir(args.verl_src):
+        print(f"verl-ascend check: --verl-src {args.verl_src} is not a directory", file=sys.stderr)
+        return 2
+    for item in args.sets:
+        if "=" not in item:
+            print(f"verl-ascend check: --set {item!r} is not KEY=VALUE", file=sys.stderr)
+            return 2
+    from .render import text
+    from .report import run_check
+
+    try:
+        report = run_check(args.recipe, args.sets, args.verl_src)
+    except RuntimeError as exc:  # e.g. verl not installed
+        print(f"verl-ascend check: {exc}", file=sys.stderr)
+        return 2
+    print(json.dumps(report) if args.json else text(report))
+    return report["exit_code"]

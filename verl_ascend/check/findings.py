@@ -1,0 +1,46 @@
+"""A finding: which rule, how bad, which config keys, what the numbers are, and how to fix it."""
+
+import dataclasses
+
+ERROR = "error"
+WARNING = "warning"
+INFO = "info"
+
+# Rule classes, in report order. Tests plant one error of each class into a shipped recipe.
+RULES = (
+    "extract",    # no trainer launch found in the script
+    "compose",    # Hydra/verl config composition failed (unknown key without '+', bad value)
+    "verl",       # verl's own validation (validate_config, config dataclasses) refused the config
+    "parallel",   # world size vs TP x PP x CP (x EP) of actor, ref, rollout
+    "batch",      # batch / mini-batch / micro-batch / n across data-parallel ranks
+    "lengths",    # prompt + response vs rollout and model limits
+    "pipeline",   # pipeline stage layer split vs the model's layer count
+    "heads",      # attention heads / KV heads vs tensor parallel
+    "experts",    # MoE experts vs expert parallel
+    "hbm",        # memory estimate per 64 GB 910B card
+    "known-bad",  # combinations known to fail (mbridge + VPP, trainer.device=cuda on old verl)
+    "env",        # launch environment (HCCL/GLOO interfaces)
+    "model",      # model facts unavailable: some rules skipped
+)
+
+
+@dataclasses.dataclass
+class Finding:
+    rule: str
+    severity: str
+    keys: tuple
+    message: str
+    fix: str = ""
+
+    def as_dict(self) -> dict:
+        return {"rule": self.rule, "severity": self.severity, "keys": list(self.keys),
+                "message": self.message, "fix": self.fix}
+
+
+def exit_code(findings) -> int:
+    severities = {f.severity for f in findings}
+    if ERROR in severities:
+        return 2
+    if WARNING in severities:
+        return 1
+    return 0

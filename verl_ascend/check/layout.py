@@ -1,0 +1,96 @@
+"""Parallel layout read from a composed config: sizes per role, world size, data-parallel ranks."""
+
+import dataclasses
+from typing import Optional
+
+from omegaconf import OmegaConf
+
+ARR = "actor_rollout_ref"
+
+
+def get(cfg, key: str, default=None):
+    value = OmegaConf.select(cfg, key, default=default)
+    return default if value is None else value
+
+
+@dataclasses.dataclass
+class TrainLayout:
+    """Megatron (or FSDP) layout of the actor or the reference model."""
+
+    role: str  # "actor" | "ref"
+    strategy: str
+    tp: int = 1
+    pp: int = 1
+    cp: int = 1
+    ep: int = 1
+    etp: int = 1
+    vpp: Optional[int] = None
+    first_stage_layers: Optional[int] = None
+    last_stage_layers: Optional[int] = None
+    use_mbridge: bool = False
+
+    def key(self, name: str) -> str:
+        return f"{ARR}.{self.role}.megatron.{name}"
+
+    def otc_key(self, name: str) -> str:
+        return f"{ARR}.{self.role}.megatron.override_transformer_config.{name}"
+
+    @property
+    def is_megatron(self) -> bool:
+        return self.strategy == "megatron"
+
+    @property
+    def model_parallel(self) -> int:
+        return self.tp * self.pp * self.cp
+
+    def dp(self, world: int) -> Optional[int]:
+        return world // self.model_parallel if world % self.model_parallel == 0 else None
+
+
+def train_layout(cfg, role: str) -> TrainLayout:
+    base = f"{ARR}.{role}"
+    strategy = get(cfg, f"{base}.strategy", get(cfg, f"{ARR}.actor.strategy", "fsdp"))
+    if strategy != "megatron":
+        sp = int(get(cfg, f"{base}.ulysses_sequence_parallel_size", 1))
+        return TrainLayout(role, strategy, cp=sp)
+    m = f"{base}.megatron"
+    otc = get(cfg, f"{m}.override_transformer_config", {}) or {}
+    tp = int(get(cfg, f"{m}.tensor_model_parallel_size", 1))
+    return TrainLayout(
+        role, strategy, tp=tp,
+        pp=int(get(cfg, f"{m}.pipeline_model_parallel_size", 1)),
+        cp=int(get(cfg, f"{m}.context_parallel_size", 1)),
+        ep=int(get(cfg, f"{m}.expert_model_parallel_size", 1)),
+        # Megatron uses the dense TP for experts unless expert_tensor_parallel_size says otherwise
+        etp=int(get(cfg, f"{m}.expert_tensor_parallel_size", tp)),
+        vpp=get(cfg, f"{m}.virtual_pipeline_model_parallel_size"),
+        first_stage_layers=otc.get("num_layers_in_first_pipeline_stage"),
+        last_stage_layers=otc.get("num_layers_in_last_pipeline_stage"),
+        use_mbridge=bool(get(cfg, f"{m}.use_mbridge", False)),
+    )
+
+
+@dataclasses.dataclass
+class RolloutLayout:
+    tp: int
+    dp: int
+    pp: int
+    ep: int
+    name: str
+
+    @property
+    def replica(self) -> int:
+        return self.tp * self.dp * self.pp
+
+
+def rollout_layout(cfg) -> RolloutLayout:
+    r = f"{ARR}.rollout"
+    return RolloutLayout(tp=int(get(cfg, f"{r}.tensor_model_parallel_size", 1)),
+                         dp=int(get(cfg, f"{r}.data_parallel_size", 1)),
+                         pp=int(get(cfg, f"{r}.pipeline_model_parallel_size", 1)),
+                         ep=int(get(cfg, f"{r}.expert_parallel_size", 1)),
+                         name=str(get(cfg, f"{r}.name", "")))
+
+
+def world_size(cfg) -> int:
+    return int(get(cfg, "trainer.nnodes", 1)) * int(get(cfg, "trainer.n_gpus_per_node", 8))

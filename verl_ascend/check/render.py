@@ -1,0 +1,38 @@
+"""Text rendering of a check report (JSON is the report dict itself)."""
+
+_MARK = {"error": "ERROR", "warning": "WARN ", "info": "info "}
+
+
+def text(report: dict) -> str:
+    lines = [f"recipe: {report['recipe']}"]
+    if "entry" in report:
+        lines.append(f"entry:  python -m {report['entry']} ({len(report.get('overrides', []))} overrides)")
+    if "config_source" in report:
+        lines.append(f"config: {report['config_source']} (verl {report.get('verl_version', '?')})")
+    model = report.get("model")
+    if model:
+        lines.append(f"model:  {model['name']}: {model['layers']} layers, {model['heads']} heads / "
+                     f"{model['kv_heads']} KV heads" + (f", {model['experts']} experts" if model["experts"] else "")
+                     + f", {model['params_b']}B params ({model['source']})")
+    layout = report.get("layout")
+    if layout:
+        parts = [f"world {layout['world_size']}"]
+        for role in ("actor", "ref"):
+            if role in layout:
+                r = layout[role]
+                parts.append(f"{role} TP{r['tp']} PP{r['pp']} CP{r['cp']} EP{r['ep']} DP{r['dp'] or '?'}")
+        ro = layout["rollout"]
+        parts.append(f"rollout {ro['name']} TP{ro['tp']} DP{ro['dp']} EP{ro['ep']} x{ro['replicas'] or '?'} replicas")
+        lines.append("layout: " + "; ".join(parts))
+    verl = report.get("verl_validation")
+    if verl:
+        state = "passed" if not verl["errors"] else "refused: " + " | ".join(verl["errors"])
+        lines.append(f"verl:   {', '.join(verl['ran']) or 'no validation found'}: {state}")
+    for f in report["findings"]:
+        keys = f" [{', '.join(f['keys'])}]" if f["keys"] else ""
+        lines.append(f"{_MARK[f['severity']]} {f['rule']}: {f['message']}{keys}")
+        if f["fix"] and f["severity"] != "info":
+            lines.append(f"       fix: {f['fix']}")
+    verdict = {0: "OK", 1: "warnings", 2: "errors"}[report["exit_code"]]
+    lines.append(f"result: {verdict} (exit {report['exit_code']})")
+    return "\n".join(lines)

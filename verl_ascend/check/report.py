@@ -1,0 +1,83 @@
+"""Run every stage of the check on one recipe and collect a report (a plain dict, JSON-ready)."""
+
+import os
+
+from . import compose, extract, hbm, model_facts, rules, verl_checks
+from .findings import ERROR, INFO, Finding, exit_code
+from .layout import ARR, get, rollout_layout, train_layout, world_size
+
+
+def _verl_features() -> tuple:
+    """(verl version, has auto_set_device, verl-ascend's trainer_device patch active here)."""
+    import verl
+
+    from verl_ascend import registry
+
+    try:
+        from verl.utils.device import auto_set_device  # noqa: F401
+
+        has_auto = True
+    except ImportError:
+        has_auto = False
+    active = "trainer_device" in registry.names() and "trainer_device" not in registry.disabled_names()
+    return getattr(verl, "__version__", "unknown"), has_auto, active
+
+
+def _layout_summary(cfg, use_ref) -> dict:
+    out = {"world_size": world_size(cfg)}
+    for role in ["actor"] + (["ref"] if use_ref else []):
+        lay = train_layout(cfg, role)
+        out[role] = {"strategy": lay.strategy, "tp": lay.tp, "pp": lay.pp, "cp": lay.cp, "ep": lay.ep,
+                     "dp": lay.dp(out["world_size"])}
+    ro = rollout_layout(cfg)
+    out["rollout"] = {"name": ro.name, "tp": ro.tp, "dp": ro.dp, "ep": ro.ep, "replica": ro.replica,
+                      "replicas": out["world_size"] // ro.replica if out["world_size"] % ro.replica == 0 else None}
+    return out
+
+
+def run_check(script: str, sets=(), verl_src=None) -> dict:
+    report = {"recipe": script, "findings": []}
+    env_overrides = {}
+    if verl_src:
+        env_overrides["VERL_SRC"] = str(verl_src)
+    elif "DAPO_LAYOUT" not in os.environ:
+        # the shipped DAPO recipes pick their reward keys by DAPO_LAYOUT (default: from the DAPO tree)
+        env_overrides["DAPO_LAYOUT"] = compose.dapo_layout(compose.verl_config_dir())
+    launch, found, _ = extract.extract(script, env_overrides)
+    if launch is None:
+        return _finish(report, found)
+    launch.overrides.extend(sets)
+    report.update(entry=launch.module, config_name=launch.config_name, overrides=list(launch.overrides))
+    composed = compose.compose_launch(launch, verl_src=verl_src)
+    report["config_source"] = composed.source
+    findings = list(composed.findings) + rules.env(launch.env)
+    cfg = composed.config
+    version, has_auto, patch_active = _verl_features()
+    report["verl_version"] = version
+    if cfg is None:
+        return _finish(report, findings)
+    ran, verl_found = verl_checks.run_verl_validation(cfg)
+    use_ref = verl_checks.uses_reference_policy(cfg)
+    facts, why = model_facts.lookup(get(cfg, f"{ARR}.model.path"))
+    if facts is None:
+        findings.append(Finding("model", INFO, (f"{ARR}.model.path",),
+                                f"model facts unavailable ({why}): layer, head, expert and memory rules skipped"))
+    else:
+        report["model"] = {"name": facts.name, "source": facts.source, "layers": facts.num_layers,
+                           "heads": facts.num_heads, "kv_heads": facts.num_kv_heads, "experts": facts.num_experts,
+                           "params_b": round(facts.total_params() / 1e9, 2)}
+    report["layout"] = _layout_summary(cfg, use_ref)
+    ctx = rules.Context(cfg, facts, use_ref, has_auto_set_device=has_auto, device_patch_active=patch_active)
+    ours = [f for rule in rules.ALL for f in rule(ctx)] + hbm.estimate(ctx)
+    # verl's assertions overlap ours (world size, batch divisibility); when ours already explain an
+    # error, verl's text is kept in the report but not counted as a separate finding.
+    report["verl_validation"] = {"ran": ran, "errors": [f.message for f in verl_found]}
+    if not any(f.severity == ERROR for f in ours):
+        findings.extend(verl_found)
+    return _finish(report, findings + ours)
+
+
+def _finish(report, findings) -> dict:
+    report["findings"] = [f.as_dict() for f in findings]
+    report["exit_code"] = exit_code(findings)
+    return report

@@ -1,0 +1,300 @@
+"""Ascend A2 preflight rules over a composed verl config. Each returns findings naming keys,
+numbers and a fix. Facts about the model may be None (then model-dependent rules are skipped)."""
+
+import dataclasses
+from typing import Optional
+
+from .findings import ERROR, WARNING, Finding
+from .layout import ARR, get, rollout_layout, train_layout, world_size
+from .model_facts import ModelFacts
+
+NODE = ("trainer.nnodes", "trainer.n_gpus_per_node")
+
+
+@dataclasses.dataclass
+class Context:
+    cfg: object
+    facts: Optional[ModelFacts]
+    use_ref: bool
+    has_auto_set_device: bool = True
+    device_patch_active: bool = False
+
+    @property
+    def world(self) -> int:
+        return world_size(self.cfg)
+
+    def layouts(self):
+        roles = ["actor"] + (["ref"] if self.use_ref else [])
+        return [train_layout(self.cfg, role) for role in roles]
+
+    def megatron_layouts(self):
+        return [lay for lay in self.layouts() if lay.is_megatron]
+
+
+def _divisors_near(total: int, target: int) -> list:
+    return sorted((d for d in range(1, total + 1) if total % d == 0), key=lambda d: (abs(d - target), d))[:3]
+
+
+def _nodes_for(cfg, ranks: int) -> int:
+    """Smallest node count whose NPUs a group of `ranks` ranks divides."""
+    per_node = int(get(cfg, "trainer.n_gpus_per_node", 8))
+    return next(n for n in range(1, ranks + 1) if (n * per_node) % ranks == 0)
+
+
+def parallel(ctx: Context) -> list:
+    out, world = [], ctx.world
+    moe = bool(ctx.facts and ctx.facts.is_moe)
+    for lay in ctx.layouts():
+        if not lay.is_megatron:
+            if world % lay.cp:
+                out.append(Finding("parallel", ERROR, NODE + (f"{ARR}.{lay.role}.ulysses_sequence_parallel_size",),
+                                   f"{lay.role}: world size {world} is not divisible by Ulysses SP {lay.cp}",
+                                   f"use a sequence parallel size among {_divisors_near(world, lay.cp)}"))
+            continue
+        keys = NODE + tuple(lay.key(k) for k in ("tensor_model_parallel_size", "pipeline_model_parallel_size",
+                                                 "context_parallel_size"))
+        if world % lay.model_parallel:
+            out.append(Finding("parallel", ERROR, keys,
+                               f"{lay.role}: world size {world} (trainer.nnodes x n_gpus_per_node) is not divisible by "
+                               f"TP {lay.tp} x PP {lay.pp} x CP {lay.cp} = {lay.model_parallel}",
+                               f"set trainer.nnodes to a multiple of {_nodes_for(ctx.cfg, lay.model_parallel)}, or choose "
+                               f"TP x PP x CP dividing {world}, e.g. "
+                               f"{' or '.join(str(d) for d in _divisors_near(world, lay.model_parallel))}"))
+            continue
+        if moe or lay.ep > 1:
+            per_stage = world // lay.pp
+            if per_stage % (lay.etp * lay.ep):
+                out.append(Finding("parallel", ERROR, NODE + (lay.key("pipeline_model_parallel_size"),
+                                                              lay.key("expert_model_parallel_size"),
+                                                              lay.key("expert_tensor_parallel_size")),
+                                   f"{lay.role}: {per_stage} ranks per pipeline stage ({world} / PP {lay.pp}) are not "
+                                   f"divisible by expert TP {lay.etp} x EP {lay.ep} = {lay.etp * lay.ep}",
+                                   f"choose EP so that ETP x EP divides {per_stage}"))
+        if lay.tp > int(get(ctx.cfg, "trainer.n_gpus_per_node", 8)):
+            out.append(Finding("parallel", WARNING, (lay.key("tensor_model_parallel_size"), NODE[1]),
+                               f"{lay.role}: TP {lay.tp} spans nodes ({NODE[1]}={get(ctx.cfg, NODE[1])}): tensor "
+                               "parallel traffic then crosses RoCE on every layer",
+                               "keep TP within a node; use PP or EP across nodes"))
+    ro = rollout_layout(ctx.cfg)
+    rkeys = NODE + (f"{ARR}.rollout.tensor_model_parallel_size", f"{ARR}.rollout.data_parallel_size",
+                    f"{ARR}.rollout.pipeline_model_parallel_size")
+    if world % ro.replica:
+        out.append(Finding("parallel", ERROR, rkeys,
+                           f"rollout: world size {world} is not divisible by one rollout replica = TP {ro.tp} x DP "
+                           f"{ro.dp} x PP {ro.pp} = {ro.replica}",
+                           f"set trainer.nnodes to a multiple of {_nodes_for(ctx.cfg, ro.replica)}, or choose a "
+                           f"replica size dividing {world}, e.g. "
+                           f"{' or '.join(str(d) for d in _divisors_near(world, ro.replica))}"))
+    if ro.ep > 1 and ro.ep != ro.tp * ro.dp:
+        out.append(Finding("parallel", ERROR, (f"{ARR}.rollout.expert_parallel_size",) + rkeys[2:4],
+                           f"rollout: expert_parallel_size {ro.ep} must equal TP {ro.tp} x DP {ro.dp} = {ro.tp * ro.dp}",
+                           f"set actor_rollout_ref.rollout.expert_parallel_size={ro.tp * ro.dp}"))
+    return out
+
+
+def batch(ctx: Context) -> list:
+    out, cfg = [], ctx.cfg
+    actor = train_layout(cfg, "actor")
+    dp = actor.dp(ctx.world)
+    n = int(get(cfg, f"{ARR}.rollout.n", 1))
+    tbs = int(get(cfg, "data.train_batch_size", 0))
+    mini = int(get(cfg, f"{ARR}.actor.ppo_mini_batch_size", 0))
+    k_tbs, k_mini, k_n = "data.train_batch_size", f"{ARR}.actor.ppo_mini_batch_size", f"{ARR}.rollout.n"
+    k_micro = f"{ARR}.actor.ppo_micro_batch_size_per_gpu"
+    adv = str(get(cfg, "algorithm.adv_estimator", ""))
+    if adv in ("grpo", "rloo", "grpo_passk", "opo", "gpg") and n < 2:
+        out.append(Finding("batch", ERROR, (k_n, "algorithm.adv_estimator"),
+                           f"{adv} compares responses within a group, but rollout.n={n}: every advantage is 0",
+                           "set actor_rollout_ref.rollout.n to 4 or more (8-16 is usual)"))
+    if not dp or not tbs or not mini:
+        return out
+    if tbs < mini:
+        out.append(Finding("batch", ERROR, (k_tbs, k_mini),
+                           f"ppo_mini_batch_size {mini} is larger than train_batch_size {tbs}",
+                           f"set {k_mini} to a divisor of {tbs}"))
+        return out
+    if tbs % mini:
+        out.append(Finding("batch", WARNING, (k_tbs, k_mini),
+                           f"train_batch_size {tbs} is not a multiple of ppo_mini_batch_size {mini}: the last "
+                           "mini-batch of every step is smaller", f"set {k_mini} to a divisor of {tbs}"))
+    if (tbs * n) % dp:
+        out.append(Finding("batch", ERROR, (k_tbs, k_n) + NODE,
+                           f"train_batch_size {tbs} x n {n} = {tbs * n} sequences do not split evenly over the "
+                           f"actor's {dp} data-parallel ranks", f"make train_batch_size x n a multiple of {dp}"))
+    elif (mini * n) % dp:
+        out.append(Finding("batch", ERROR, (k_mini, k_n) + NODE,
+                           f"ppo_mini_batch_size {mini} x n {n} = {mini * n} is not divisible by the actor's {dp} "
+                           "data-parallel ranks (verl floors the per-rank mini-batch)",
+                           f"make ppo_mini_batch_size x n a multiple of {dp}"))
+    elif not get(cfg, f"{ARR}.actor.use_dynamic_bsz", False):
+        per_rank = mini * n // dp
+        micro = get(cfg, f"{ARR}.actor.ppo_micro_batch_size_per_gpu")
+        if micro and per_rank % int(micro):
+            out.append(Finding("batch", ERROR, (k_micro, k_mini, k_n),
+                               f"per-rank mini-batch {per_rank} (= {mini} x {n} / DP {dp}) is not divisible by "
+                               f"ppo_micro_batch_size_per_gpu {micro}",
+                               f"use a micro-batch among {[d for d in range(1, min(per_rank, 16) + 1) if per_rank % d == 0]}"))
+        elif micro and actor.is_megatron and actor.pp > 1 and per_rank // int(micro) < actor.pp:
+            out.append(Finding("batch", WARNING, (k_micro, actor.key("pipeline_model_parallel_size")),
+                               f"{per_rank // int(micro)} micro-batches per mini-batch for PP {actor.pp}: the pipeline "
+                               "idles most of the time", f"use at least {actor.pp} micro-batches per mini-batch"))
+    return out
+
+
+def lengths(ctx: Context) -> list:
+    out, cfg = [], ctx.cfg
+    p, r = int(get(cfg, "data.max_prompt_length", 0)), int(get(cfg, "data.max_response_length", 0))
+    seq = p + r
+    pr = ("data.max_prompt_length", "data.max_response_length")
+    ro = f"{ARR}.rollout"
+    max_model_len = get(cfg, f"{ro}.max_model_len")
+    if max_model_len and int(max_model_len) < seq:
+        out.append(Finding("lengths", ERROR, (f"{ro}.max_model_len",) + pr,
+                           f"prompt {p} + response {r} = {seq} tokens exceed rollout.max_model_len {max_model_len}",
+                           f"raise {ro}.max_model_len to >= {seq} or shorten the lengths"))
+    batched = get(cfg, f"{ro}.max_num_batched_tokens")
+    if batched and not get(cfg, f"{ro}.enable_chunked_prefill", True) and int(batched) < seq:
+        out.append(Finding("lengths", ERROR, (f"{ro}.max_num_batched_tokens", f"{ro}.enable_chunked_prefill") + pr,
+                           f"without chunked prefill a {seq}-token sequence must fit max_num_batched_tokens {batched}",
+                           f"set {ro}.max_num_batched_tokens >= {seq} or {ro}.enable_chunked_prefill=True"))
+    for key in (f"{ARR}.actor.ppo_max_token_len_per_gpu", f"{ARR}.rollout.log_prob_max_token_len_per_gpu",
+                f"{ARR}.ref.log_prob_max_token_len_per_gpu"):
+        dyn_key = key.replace("ppo_max_token_len_per_gpu", "use_dynamic_bsz").replace(
+            "log_prob_max_token_len_per_gpu", "log_prob_use_dynamic_bsz")
+        limit = get(cfg, key)
+        if get(cfg, dyn_key, False) and limit and int(limit) < seq:
+            out.append(Finding("lengths", ERROR, (key, dyn_key) + pr,
+                               f"with dynamic batch size one {seq}-token sequence must fit {key.rsplit('.', 1)[1]}={limit}",
+                               f"set {key} >= {seq}"))
+    facts = ctx.facts
+    if facts and facts.max_position_embeddings and seq > facts.max_position_embeddings:
+        out.append(Finding("lengths", ERROR, pr,
+                           f"prompt {p} + response {r} = {seq} exceeds {facts.name}'s max_position_embeddings "
+                           f"{facts.max_position_embeddings}: vLLM refuses max_model_len beyond it",
+                           f"keep prompt + response <= {facts.max_position_embeddings} (or configure RoPE scaling)"))
+    return out
+
+
+def _stage_split_fix(layers: int, pp: int) -> str:
+    if pp <= 2:
+        return f"use a PP that divides {layers}"
+    for first in range(layers // pp, 0, -1):
+        rest = layers - 2 * first
+        if rest > 0 and rest % (pp - 2) == 0:
+            return (f"set num_layers_in_first_pipeline_stage={first} and num_layers_in_last_pipeline_stage={first} "
+                    f"({pp - 2} middle stages x {rest // (pp - 2)} layers), or use a PP that divides {layers}")
+    return f"use a PP that divides {layers}"
+
+
+def pipeline(ctx: Context) -> list:
+    if not ctx.facts:
+        return []
+    out, layers = [], ctx.facts.num_layers
+    for lay in ctx.megatron_layouts():
+        first, last = lay.first_stage_layers, lay.last_stage_layers
+        keys = (lay.key("pipeline_model_parallel_size"), lay.otc_key("num_layers_in_first_pipeline_stage"),
+                lay.otc_key("num_layers_in_last_pipeline_stage"))
+        if lay.pp == 1:
+            continue
+        middle_stages = lay.pp - (first is not None) - (last is not None)
+        rest = layers - (first or 0) - (last or 0)
+        if first is None and last is None:
+            if layers % lay.pp:
+                out.append(Finding("pipeline", ERROR, keys,
+                                   f"{lay.role}: {ctx.facts.name} has {layers} layers, not divisible by PP {lay.pp}, and "
+                                   "no first/last pipeline stage sizes are set for this role",
+                                   f"{_stage_split_fix(layers, lay.pp)} (under {lay.otc_key('')[:-1]})"))
+            continue
+        bad = rest < 0 or (middle_stages == 0 and rest != 0) or (middle_stages > 0 and (rest % middle_stages or rest == 0))
+        if bad:
+            out.append(Finding("pipeline", ERROR, keys,
+                               f"{lay.role}: first stage {first} + last stage {last} layers leave {rest} of "
+                               f"{ctx.facts.name}'s {layers} layers for {middle_stages} middle stages (PP {lay.pp}): "
+                               "not an even split", _stage_split_fix(layers, lay.pp)))
+        elif lay.vpp and middle_stages and (rest // middle_stages) % int(lay.vpp):
+            out.append(Finding("pipeline", ERROR, keys + (lay.key("virtual_pipeline_model_parallel_size"),),
+                               f"{lay.role}: {rest // middle_stages} layers per stage do not split into VPP {lay.vpp} chunks",
+                               "choose a VPP dividing the layers per stage"))
+    return out
+
+
+def heads(ctx: Context) -> list:
+    facts = ctx.facts
+    if not facts:
+        return []
+    out = []
+    for lay in ctx.megatron_layouts():
+        key = lay.key("tensor_model_parallel_size")
+        if facts.num_heads % lay.tp or facts.num_kv_heads % lay.tp:
+            out.append(Finding("heads", ERROR, (key,),
+                               f"{lay.role}: TP {lay.tp} must divide {facts.name}'s {facts.num_heads} attention heads and "
+                               f"{facts.num_kv_heads} KV heads (Megatron splits query groups across TP)",
+                               f"use a TP dividing {facts.num_kv_heads}: "
+                               f"{[d for d in range(1, facts.num_kv_heads + 1) if facts.num_kv_heads % d == 0 and facts.num_heads % d == 0]}"))
+    ro = rollout_layout(ctx.cfg)
+    key = f"{ARR}.rollout.tensor_model_parallel_size"
+    kv_ok = facts.num_kv_heads % ro.tp == 0 or ro.tp % facts.num_kv_heads == 0
+    if facts.num_heads % ro.tp or not kv_ok:
+        out.append(Finding("heads", ERROR, (key,),
+                           f"rollout: TP {ro.tp} must divide {facts.name}'s {facts.num_heads} attention heads, and KV "
+                           f"heads {facts.num_kv_heads} must divide or be divisible by it (vLLM)",
+                           f"use a rollout TP among {[d for d in (1, 2, 4, 8, 16) if facts.num_heads % d == 0]}"))
+    return out
+
+
+def experts(ctx: Context) -> list:
+    facts = ctx.facts
+    if not facts:
+        return []
+    out = []
+    for lay in ctx.megatron_layouts():
+        key = lay.key("expert_model_parallel_size")
+        if facts.is_moe and facts.num_experts % lay.ep:
+            out.append(Finding("experts", ERROR, (key,),
+                               f"{lay.role}: EP {lay.ep} does not divide {facts.name}'s {facts.num_experts} experts",
+                               f"use an EP dividing {facts.num_experts}"))
+        elif not facts.is_moe and lay.ep > 1:
+            out.append(Finding("experts", WARNING, (key,), f"{lay.role}: EP {lay.ep} set for dense {facts.name}",
+                               f"remove {key} (it only applies to MoE models)"))
+    ro = rollout_layout(ctx.cfg)
+    if facts.is_moe and ro.ep > 1 and facts.num_experts % ro.ep:
+        out.append(Finding("experts", ERROR, (f"{ARR}.rollout.expert_parallel_size",),
+                           f"rollout: EP {ro.ep} does not divide {facts.name}'s {facts.num_experts} experts",
+                           f"use a rollout TP x DP dividing {facts.num_experts}"))
+    return out
+
+
+def known_bad(ctx: Context) -> list:
+    out = []
+    for lay in ctx.layouts():
+        if lay.is_megatron and lay.use_mbridge and lay.vpp and int(lay.vpp) > 1:
+            out.append(Finding("known-bad", ERROR, (lay.key("use_mbridge"), lay.key("virtual_pipeline_model_parallel_size")),
+                               f"{lay.role}: mbridge cannot build models with virtual pipeline parallel (VPP {lay.vpp})",
+                               f"remove {lay.key('virtual_pipeline_model_parallel_size')} or set use_mbridge=False "
+                               "with a converted dist checkpoint"))
+    device = str(get(ctx.cfg, "trainer.device", "cuda"))
+    if device == "cuda" and not ctx.has_auto_set_device:
+        if ctx.device_patch_active:
+            out.append(Finding("known-bad", WARNING, ("trainer.device",),
+                               "trainer.device=cuda on a verl without auto_set_device (<= 0.6): only verl-ascend's "
+                               "trainer_device patch turns it into npu, so every node needs verl-ascend installed",
+                               "set trainer.device=npu"))
+        else:
+            out.append(Finding("known-bad", ERROR, ("trainer.device",),
+                               "trainer.device=cuda on a verl without auto_set_device (<= 0.6) and without verl-ascend's "
+                               "trainer_device patch: Ray waits forever for GPU bundles on an NPU cluster",
+                               "set trainer.device=npu"))
+    return out
+
+
+def env(launch_env: dict) -> list:
+    hccl, gloo = launch_env.get("HCCL_SOCKET_IFNAME"), launch_env.get("GLOO_SOCKET_IFNAME")
+    if bool(hccl) != bool(gloo) or (hccl and gloo and hccl != gloo):
+        return [Finding("env", WARNING, ("HCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME"),
+                        f"HCCL_SOCKET_IFNAME={hccl or '(unset)'} and GLOO_SOCKET_IFNAME={gloo or '(unset)'} differ: "
+                        "'Gloo connectFullMesh failed' / HCCL error 9 on multi-node jobs",
+                        "export both to the same real interface (recipes/a2_env.sh: SOCKET_IFNAME=...)")]
+    return []
+
+
+ALL = (parallel, batch, lengths, pipeline, heads, experts, known_bad)
