@@ -7,6 +7,7 @@ happened to each in a process.
 
 In every process (driver, TaskRunner, workers):
     device            verl.utils.device         NPU wins over CUDA on Ascend hosts
+    ckpt_validation   torch.distributed.checkpoint / _shard   fast shard-layout checks (any host)
 In the driver:
     ray_runtime_env   ray                       VERL_ASCEND* settings reach every Ray worker
 In the TaskRunner:
@@ -17,6 +18,7 @@ import importlib
 
 PATCH_MODULES = (
     "device",
+    "ckpt_validation",
     "ray_runtime_env",
     "trainer_device",
 )
