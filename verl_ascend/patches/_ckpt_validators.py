@@ -353,7 +353,7 @@ def rebind(attr: str, original, replacement) -> list:
     """Point every loaded module's global ``attr`` that is ``original`` at ``replacement``.
 
     Callers that did ``from x import attr`` hold their own reference; modules imported later copy
-    the already replaced attribute of the defining module. Returns [(module, attr, original)].
+    the already replaced attribute of the defining module. Returns the modules changed.
     """
     changed = []
     for name, mod in list(sys.modules.items()):
@@ -365,5 +365,5 @@ def rebind(attr: str, original, replacement) -> list:
             continue
         if held is original:
             setattr(mod, attr, replacement)
-            changed.append((mod, attr, original))
+            changed.append(mod)
     return changed

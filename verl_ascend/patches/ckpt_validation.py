@@ -41,7 +41,7 @@ _ATTRS = {
     SAVE: "_validate_global_plan",
     READ: "create_read_items_for_chunk_list",
 }
-_installed: list = []  # (module, attr, original) in install order, for revert()
+_installed: list = []  # (attr, replacement, original) in install order, for revert()
 
 
 def mode(environ=os.environ) -> str:
@@ -76,13 +76,12 @@ def _applies(module):
     return None
 
 
-def _install(module, attr, replacement, original) -> int:
+def _install(module, attr, replacement) -> int:
+    """Replace ``attr`` on its module and on every loaded module that imported it by name."""
     current = getattr(module, attr)
-    _installed.extend(impl.rebind(attr, current, replacement))
-    if getattr(module, attr) is not replacement:  # the defining module itself
-        _installed.append((module, attr, current))
-        setattr(module, attr, replacement)
-    return sum(1 for owner, name, _ in _installed if name == attr and owner is not module)
+    changed = impl.rebind(attr, current, replacement)
+    _installed.append((attr, replacement, current))
+    return sum(1 for owner in changed if owner is not module)
 
 
 def _apply(module):
@@ -110,17 +109,17 @@ def _apply(module):
         replacement = impl.fast_read_items(original, module)
         impl.check_read_replacement(original, replacement)
     impl.mark(replacement, original, NAME, chosen)
-    callers = _install(module, attr, replacement, original)
+    callers = _install(module, attr, replacement)
     where = f" (+{callers} importing module{'s' if callers != 1 else ''})" if callers else ""
     action = "replaced" if (chosen == "fast" or module.__name__ == READ) else "answers valid, logged once"
     return f"{chosen}: {attr} {action}{where}{note}"
 
 
 def revert() -> None:
-    """Put torch's functions back everywhere this patch replaced them (tests)."""
+    """Put torch's functions back everywhere they are now held, also by later importers (tests)."""
     while _installed:
-        owner, attr, original = _installed.pop()
-        setattr(owner, attr, original)
+        attr, replacement, original = _installed.pop()
+        impl.rebind(attr, replacement, original)
 
 
 PATCH = Patch(name=NAME, targets=(LOAD, SAVE, READ), applies=_applies, apply=_apply, doc=__doc__)
