@@ -18,7 +18,7 @@ from torch.distributed._shard.metadata import ShardMetadata
 from torch.distributed.checkpoint.metadata import ChunkStorageMetadata
 
 from ckpt_layouts import layouts
-from subproc import clean_env, run_cli
+from subproc import clean_env, last_json, run_cli, run_python
 from verl_ascend import shard_checks
 from verl_ascend.patches import _ckpt_validators as impl
 from verl_ascend.patches import ckpt_validation as patch
@@ -174,18 +174,27 @@ def test_modes_and_bad_value(monkeypatch):
         patch._applies(internals)
 
 
-def _status(**env):
-    proc = run_cli("status", "--json", env=clean_env(**env), timeout=180)
-    report = json.loads(proc.stdout[proc.stdout.index("{"):])
-    return next(p for p in report["patches"] if p["name"] == "ckpt_validation")
-
-
 def test_status_shows_mode():
-    skip = _status(VERL_ASCEND_CKPT_VALIDATION="skip")
+    proc = run_cli("status", "--json", env=clean_env(VERL_ASCEND_CKPT_VALIDATION="skip"), timeout=180)
+    report = json.loads(proc.stdout[proc.stdout.index("{"):])
+    skip = next(p for p in report["patches"] if p["name"] == "ckpt_validation")
     assert skip["state"] == "applied"
     details = {row["target"]: row["detail"] for row in skip["targets"]}
     assert details[patch.SAVE].startswith("skip: _validate_global_plan answers valid")
     assert details[patch.LOAD].startswith("skip: ")
     assert details[patch.READ].startswith("skip: create_read_items_for_chunk_list replaced")
-    bad = _status(VERL_ASCEND_CKPT_VALIDATION="quick")
-    assert bad["state"] == "failed" and "'quick'" in bad["targets"][0]["detail"]
+
+
+def test_bad_mode_is_reported_and_torch_left_alone():
+    code = """
+import json
+import torch.distributed.checkpoint.default_planner as dp
+from verl_ascend import registry
+print(json.dumps({"patch": registry.summarize("ckpt_validation"),
+                  "marked": hasattr(dp._validate_global_plan, "verl_ascend_mode")}))
+"""
+    proc = run_python(code, env=clean_env(VERL_ASCEND_CKPT_VALIDATION="quick"), timeout=120)
+    out = last_json(proc)
+    assert out["patch"]["state"] == "failed" and not out["marked"]
+    assert "VERL_ASCEND_CKPT_VALIDATION='quick' is not a mode" in out["patch"]["targets"][0]["detail"]
+    assert "failed on torch.distributed" in proc.stderr  # logged at WARNING with the fix
