@@ -12,6 +12,7 @@ tensor's, ...) is handed to torch's original, which keeps torch's exact behaviou
 Nothing here imports torch at module level: it runs only once a torch target is imported.
 """
 
+import contextlib
 import functools
 import logging
 import math
@@ -49,18 +50,16 @@ def _log_skip_once(what: str) -> None:
 # Save side: torch.distributed.checkpoint.default_planner._validate_global_plan
 
 
+@contextlib.contextmanager
 def _quiet(module):
-    """Context: silence the target module's logger while probing it with broken layouts."""
-    class _Quiet:
-        def __enter__(self):
-            self.log = getattr(module, "logger", None) or logging.getLogger(module.__name__)
-            self.was = self.log.disabled
-            self.log.disabled = True
-
-        def __exit__(self, *exc):
-            self.log.disabled = self.was
-
-    return _Quiet()
+    """Silence the target module's logger while it is probed with broken layouts."""
+    log = getattr(module, "logger", None) or logging.getLogger(module.__name__)
+    was = log.disabled
+    log.disabled = True
+    try:
+        yield
+    finally:
+        log.disabled = was
 
 
 def _plan_metadata(layouts: dict):
