@@ -25,7 +25,7 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
-def run_ranks(mode, *scenarios, timeout=240):
+def run_ranks(mode, *scenarios, timeout=480):
     port = _free_port()
     with tempfile.TemporaryDirectory(prefix="va-dcp-") as ckpt:
         procs = [

@@ -175,7 +175,7 @@ def test_modes_and_bad_value(monkeypatch):
 
 
 def test_status_shows_mode():
-    proc = run_cli("status", "--json", env=clean_env(VERL_ASCEND_CKPT_VALIDATION="skip"), timeout=180)
+    proc = run_cli("status", "--json", env=clean_env(VERL_ASCEND_CKPT_VALIDATION="skip"), timeout=400)
     report = json.loads(proc.stdout[proc.stdout.index("{"):])
     skip = next(p for p in report["patches"] if p["name"] == "ckpt_validation")
     assert skip["state"] == "applied"
@@ -193,7 +193,7 @@ from verl_ascend import registry
 print(json.dumps({"patch": registry.summarize("ckpt_validation"),
                   "marked": hasattr(dp._validate_global_plan, "verl_ascend_mode")}))
 """
-    proc = run_python(code, env=clean_env(VERL_ASCEND_CKPT_VALIDATION="quick"), timeout=120)
+    proc = run_python(code, env=clean_env(VERL_ASCEND_CKPT_VALIDATION="quick"), timeout=300)
     out = last_json(proc)
     assert out["patch"]["state"] == "failed" and not out["marked"]
     assert "VERL_ASCEND_CKPT_VALIDATION='quick' is not a mode" in out["patch"]["targets"][0]["detail"]
