@@ -10,6 +10,7 @@ In every process (driver, TaskRunner, workers):
     torch_npu_save    torch -> torch_npu        torch.save restores UntypedStorage.nbytes (no RecursionError)
     tensordict_sync   verl                      TensorDict.to("cpu") waits for the NPU stream
     mindspeed         verl -> megatron, workers MindSpeed adaptor first; its options go to repatch
+    ckpt_validation   torch.distributed.checkpoint / _shard   fast shard-layout checks (any host)
 In the driver:
     ray_runtime_env   ray                       VERL_ASCEND* settings reach every Ray worker
 In the TaskRunner:
@@ -20,6 +21,7 @@ import importlib
 
 PATCH_MODULES = (
     "device",
+    "ckpt_validation",
     "ray_runtime_env",
     "trainer_device",
     "torch_npu_save",
