@@ -5,6 +5,8 @@ import os
 import socket
 import sys
 
+from ..argtypes import positive_int
+
 GROUPS = ("python", "torch", "cann", "npu", "network", "hccl", "env", "versions", "patches", "ray")
 DEFAULT_HCCN_CONF = "/etc/hccn.conf"
 
@@ -76,16 +78,6 @@ def _groups(text: str) -> list:
     return names
 
 
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a positive integer")
-    return value
-
-
 def _run(args) -> int:
     from . import findings as F
 
@@ -109,8 +101,8 @@ def register(sub) -> None:
         "1 when something needs attention, 2 on bad arguments.",
     )
     p.add_argument("--json", action="store_true", help="print findings as JSON (stable keys: schema, context, summary, findings)")
-    p.add_argument("--nnodes", type=_positive, default=None, help="nodes the job will use (enables the multi-node judgements and the Ray resource check)")
-    p.add_argument("--npus-per-node", type=_positive, default=8, help="NPUs per node (default 8, an Atlas 800T A2)")
+    p.add_argument("--nnodes", type=positive_int, default=None, help="nodes the job will use (enables the multi-node judgements and the Ray resource check)")
+    p.add_argument("--npus-per-node", type=positive_int, default=8, help="NPUs per node (default 8, an Atlas 800T A2)")
     p.add_argument("--hccn-conf", default=None, metavar="PATH", help=f"device IP file (default {DEFAULT_HCCN_CONF})")
     p.add_argument("--ray-address", default="auto", metavar="ADDR|auto|off",
                    help="Ray cluster to inspect: auto (RAY_ADDRESS, else the address `ray start` recorded; default), an address, or off")

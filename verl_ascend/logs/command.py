@@ -5,6 +5,7 @@ import os
 import sys
 import tempfile
 
+from ..argtypes import positive_int
 from . import parse, throughput
 
 SUMMARY_PHASES = ("gen", "old_log_prob", "ref", "update_actor", "update_critic", "reward", "adv", "testing", "save_checkpoint")
@@ -109,18 +110,6 @@ def _run(args) -> int:
     return 1 if parsed.malformed else 0
 
 
-def _positive(text):
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        import argparse
-
-        raise argparse.ArgumentTypeError(f"{text!r} is not a positive integer")
-    return value
-
-
 def register(sub) -> None:
     p = sub.add_parser(
         "logs",
@@ -133,8 +122,8 @@ def register(sub) -> None:
     p.add_argument("logfiles", nargs="+", metavar="LOGFILE", help="driver console log(s) or grep output of Ray logs")
     p.add_argument("--csv", metavar="OUT", help="write every step's metrics (and throughput columns) as CSV")
     p.add_argument("--plot", metavar="OUT.png", help="write reward, response length, timing and throughput panels")
-    p.add_argument("--world-size", type=_positive, metavar="N",
+    p.add_argument("--world-size", type=positive_int, metavar="N",
                    help="NPUs of the job (nnodes x n_gpus_per_node); default: inferred from perf/throughput")
-    p.add_argument("--samples-per-step", type=_positive, metavar="N",
+    p.add_argument("--samples-per-step", type=positive_int, metavar="N",
                    help="train_batch_size x rollout.n, for logs without perf/total_num_tokens")
     p.set_defaults(func=_run)
