@@ -8,7 +8,6 @@ import signal
 import subprocess
 import sys
 import tempfile
-import time
 
 import psutil
 import pytest
@@ -186,19 +185,22 @@ def test_local_ray_head_resources_against_the_plan():
     ray_tmp = tempfile.mkdtemp(prefix="vr", dir="/tmp")  # short: Ray's socket paths must fit in 107 bytes
     env = clean_env(RAY_TMPDIR=ray_tmp)
     log = open(os.path.join(ray_tmp, "head.log"), "w")
-    head = subprocess.Popen([sys.executable, "-c", RAY_HEAD], env=env, stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, stderr=log, text=True, start_new_session=True)
-    try:
-        deadline = time.monotonic() + 90
-        line = ""
-        while not line.startswith("{") and time.monotonic() < deadline:
+    for attempt in range(2):  # on a saturated CI machine Ray's own start-up can time out once
+        head = subprocess.Popen([sys.executable, "-c", RAY_HEAD], env=env, stdin=subprocess.PIPE,
+                                stdout=subprocess.PIPE, stderr=log, text=True, start_new_session=True)
+        line = "-"
+        while line and not line.startswith("{"):  # ray.init either prints the address or fails and exits
             line = head.stdout.readline()
-            assert line or head.poll() is None, "ray head exited: " + open(log.name).read()[-2000:]
+        if line.startswith("{") or attempt == 1:
+            break
+        head.wait(timeout=60)
+    try:
+        assert line.startswith("{"), "ray head did not start: " + open(log.name).read()[-2000:]
         address = json.loads(line)["address"]
         others = ",".join(g for g in ALL_GROUPS if g != "ray")
         env["RAY_ADDRESS"] = address  # discovery through the variable a user would set
         # one join only (Ray is the slow part); the ok path of the judgement is in test_doctor_checks
-        bad = report(doctor("--json", "--skip", others, "--nnodes", "2", "--ray-timeout", "60", env=env))
+        bad = report(doctor("--json", "--skip", others, "--nnodes", "2", "--ray-timeout", "90", env=env, timeout=180))
     finally:
         head.stdin.close()
         try:

@@ -123,6 +123,8 @@ def run(args, env) -> int:
     backend, device, problem = _choose_backend(args.backend)
     if problem:
         return me.fail(problem)
+    import torch.distributed  # noqa: F401  (before the watchdog: a slow import on a busy node is no hang)
+
     timer = _watchdog(me, margin=30)
     try:
         return _collectives(me, backend, device, args)
