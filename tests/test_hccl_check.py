@@ -1,11 +1,10 @@
 """scripts/hccl_check.py under torchrun on CPU (gloo), and its diagnosis when ranks cannot meet."""
 
-import os
+import re
 import socket
 import subprocess
 import sys
 import tempfile
-import time
 
 import pytest
 import torch
@@ -47,20 +46,21 @@ def test_missing_rank_and_unreachable_master_are_diagnosed_within_the_timeout():
     # rank 0 waits for a rank 1 that never starts; a lone rank 1 looks for a master that is not there
     env = clean_env(WORLD_SIZE=2, LOCAL_RANK=0, LOCAL_WORLD_SIZE=1, MASTER_ADDR="127.0.0.1")
     procs = {}
-    start = time.monotonic()
     for rank in (0, 1):
         procs[rank] = subprocess.Popen([sys.executable, SCRIPT, "--timeout", "3", "--numel", "8"],
                                        env={**env, "RANK": str(rank), "MASTER_PORT": str(free_port())},
                                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    outs = {rank: p.communicate(timeout=150) for rank, p in procs.items()}
-    elapsed = time.monotonic() - start
+    outs = {rank: p.communicate(timeout=300) for rank, p in procs.items()}  # a net; imports are slow on busy CI
     for rank, p in procs.items():
         assert p.returncode == 1, outs[rank]
-        assert f"hccl_check rank {rank}/2" in outs[rank][0] and "FAILED in rendezvous" in outs[rank][0]
+        assert f"hccl_check rank {rank}/2" in outs[rank][0]
+        waited = re.search(r"FAILED in rendezvous after ([0-9.]+) s", outs[rank][0])
+        assert waited, outs[rank][0]
+        # bounded by --timeout (3 s; the TCPStore client retries once), never a hang
+        assert float(waited.group(1)) < 30, outs[rank][0]
     assert "diagnosis: timeout after 3 s in rendezvous: not every one of the 2 ranks arrived" in outs[0][0]
     assert "1/2 clients joined" in outs[0][0]
     assert "diagnosis: cannot reach the rendezvous store at 127.0.0.1:" in outs[1][0]
-    assert elapsed < 120  # bounded: 3 s store timeout (+ retries and start-up), never a hang
 
 
 def test_outside_torchrun_says_how_to_start_it():

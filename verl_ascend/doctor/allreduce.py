@@ -68,12 +68,20 @@ class Rank:
         self.tag = f"hccl_check rank {self.rank}/{self.world} ({socket.gethostname()}, local {self.local})"
         self.phase = "start"
 
+    @property
+    def phase(self):
+        return self._phase
+
+    @phase.setter
+    def phase(self, name):
+        self._phase, self.phase_started = name, time.monotonic()
+
     def say(self, text):
         sys.stdout.write(f"{self.tag}: {text}\n")  # one write per line: ranks share the terminal
         sys.stdout.flush()
 
     def fail(self, text):
-        self.say(f"FAILED in {self.phase}: {text}")
+        self.say(f"FAILED in {self.phase} after {time.monotonic() - self.phase_started:.1f} s: {text}")
         self.say(f"diagnosis: {diagnose(self.phase, text, self.env, self.timeout)}")
         return 1
 
