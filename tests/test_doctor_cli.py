@@ -194,8 +194,14 @@ def test_local_ray_head_resources_against_the_plan():
         if line.startswith("{") or attempt == 1:
             break
         head.wait(timeout=60)
+    if not line.startswith("{"):
+        log.close()
+        text = open(log.name).read()
+        shutil.rmtree(ray_tmp, ignore_errors=True)
+        if "timed out during startup" in text:  # Ray's fixed 30 s raylet wait, hit on an overloaded machine
+            pytest.skip("Ray could not start a local node within its fixed 30 s on this (overloaded) machine")
+        raise AssertionError("ray head did not start: " + text[-2000:])
     try:
-        assert line.startswith("{"), "ray head did not start: " + open(log.name).read()[-2000:]
         address = json.loads(line)["address"]
         others = ",".join(g for g in ALL_GROUPS if g != "ray")
         env["RAY_ADDRESS"] = address  # discovery through the variable a user would set
