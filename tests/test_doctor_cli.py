@@ -163,7 +163,7 @@ def test_bad_arguments_exit_2(args, needle):
 
 def test_patch_status_comes_from_the_plugin():
     only_patches = ",".join(g for g in ALL_GROUPS if g != "patches")
-    proc = doctor("--json", "--skip", only_patches, env=clean_env(VERL_ASCEND_PATCHES="-device"), timeout=240)
+    proc = doctor("--json", "--skip", only_patches, env=clean_env(VERL_ASCEND_PATCHES="-device"), timeout=600)
     findings = report(proc)["findings"]
     assert {f["check"] for f in findings} == {"plugin.patches"}
     disabled = [f for f in findings if "disabled by VERL_ASCEND_PATCHES" in f["message"]]
