@@ -15,7 +15,7 @@ if os.environ.get("FAKE_TORCH_NPU_BROKEN") == "1":
 
 import torch
 
-__version__ = "2.7.1.post0+fake"
+__version__ = os.environ.get("FAKE_TORCH_NPU_VERSION", "2.7.1.post0+fake")
 
 _count = int(os.environ.get("FAKE_NPU_COUNT", "8"))
 _current = [0]

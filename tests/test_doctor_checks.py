@@ -1,0 +1,278 @@
+"""Each doctor check judged on given facts: its ok, warn and error (or skip) paths."""
+
+import pytest
+
+from verl_ascend.doctor import cluster, devices, environment, network, software
+from verl_ascend.doctor.findings import exit_code
+from verl_ascend.doctor.network import Interface
+
+pytestmark = pytest.mark.verl_agnostic
+
+IFACES = {
+    "lo": Interface("lo", ["127.0.0.1", "::1"]),
+    "eth0": Interface("eth0", ["10.1.2.3", "fe80::1"]),
+    "eth1": Interface("eth1", ["10.9.9.9"]),
+    "bond2": Interface("bond2", []),
+    "ib0": Interface("ib0", ["10.5.5.5"], up=False),
+}
+
+
+def states(findings):
+    return {f.check: f.state for f in findings}
+
+
+def one(findings, check):
+    (hit,) = [f for f in findings if f.check == check]
+    return hit
+
+
+def test_python_paths():
+    assert states(software.check_python((3, 11, 7))) == {"python": "ok"}
+    assert states(software.check_python((3, 12, 1))) == {"python": "warn"}
+    bad = one(software.check_python((3, 9, 18)), "python")
+    assert bad.state == "error" and "3.9.18" in bad.message and bad.fix
+
+
+@pytest.mark.parametrize("torch_v, npu_v, problem, ascend, expected", [
+    ("2.7.1+cpu", "2.7.1.post1", "", True, "ok"),
+    ("2.5.1", "2.5.1rc1", "", True, "ok"),
+    ("2.7.1", "2.5.1", "", True, "error"),           # mismatch
+    ("2.7.1", "2.7.1", "ImportError: libhccl.so", True, "error"),
+    ("2.7.1", "", "", True, "error"),                 # Ascend node without torch_npu
+    ("2.7.1", "", "", False, "skip"),                 # CPU machine: says it did not check
+])
+def test_torch_npu_paths(torch_v, npu_v, problem, ascend, expected):
+    found = software.check_torch(torch_v, npu_v, problem, ascend)
+    assert one(found, "torch_npu").state == expected
+    if expected == "error":
+        assert one(found, "torch_npu").fix
+
+
+def test_torch_missing_is_an_error():
+    assert states(software.check_torch("", "", "", False)) == {"torch": "error"}
+
+
+def test_mismatch_message_names_both_versions():
+    bad = one(software.check_torch("2.7.1", "2.5.1", "", True), "torch_npu")
+    assert "2.5.1" in bad.message and "2.7.1" in bad.message
+
+
+def test_cann_paths(tmp_path):
+    home = tmp_path / "ascend-toolkit" / "latest"
+    (home / "lib64").mkdir(parents=True)
+    good = {"ASCEND_TOOLKIT_HOME": str(home), "ASCEND_HOME_PATH": str(home),
+            "LD_LIBRARY_PATH": f"/usr/lib:{home}/lib64", "ATB_HOME_PATH": "/x"}
+    assert states(software.check_cann(good, True)) == {"cann.env": "ok"}
+    # unsourced on an Ascend node: the fix names set_env.sh
+    bad = one(software.check_cann({}, True), "cann.env")
+    assert bad.state == "error" and "set_env.sh" in bad.fix
+    assert states(software.check_cann({}, False)) == {"cann.env": "skip"}
+    gone = one(software.check_cann({**good, "ASCEND_HOME_PATH": str(tmp_path / "nope")}, True), "cann.env")
+    assert gone.state == "error" and "nope" in gone.message
+    # LD_LIBRARY_PATH replaced after sourcing
+    assert states(software.check_cann({**good, "LD_LIBRARY_PATH": "/usr/lib"}, True)) == {"cann.env": "warn"}
+    other = tmp_path / "old"
+    other.mkdir()
+    assert "different toolkits" in one(software.check_cann({**good, "ASCEND_HOME_PATH": str(other)}, True), "cann.env").message
+    no_atb = {k: v for k, v in good.items() if k != "ATB_HOME_PATH"}
+    assert states(software.check_cann(no_atb, True)) == {"cann.env": "ok", "cann.nnal": "warn"}
+
+
+NPU_SMI = """\
++---------------------------+---------------+----------------------------------------------------+
+| NPU   Name                | Health        | Power(W)    Temp(C)           Hugepages-Usage(page)|
+| Chip                      | Bus-Id        | AICore(%)   Memory-Usage(MB)  HBM-Usage(MB)        |
++===========================+===============+====================================================+
+| 0     910B2               | OK            | 93.0        40                0    / 0             |
+| 0                         | 0000:C1:00.0  | 0           0    / 0          3400 / 65536         |
++===========================+===============+====================================================+
+| 1     910B2               | {health:<13} | 91.2        41                0    / 0             |
+| 0                         | 0000:01:00.0  | 0           0    / 0          3400 / 65536         |
++===========================+===============+====================================================+
+"""
+
+
+def test_npu_smi_paths():
+    good = devices.check_npu_smi((0, NPU_SMI.format(health="OK")), expected=2)
+    assert states(good) == {"npu.devices": "ok", "npu.health": "ok"}
+    assert "2 NPU" in one(good, "npu.devices").message
+    alarm = devices.check_npu_smi((0, NPU_SMI.format(health="Alarm")), expected=2)
+    assert one(alarm, "npu.health").state == "error" and "NPU 1 (Alarm)" in one(alarm, "npu.health").message
+    assert one(devices.check_npu_smi((0, NPU_SMI.format(health="OK")), expected=8), "npu.devices").state == "warn"
+    failed = one(devices.check_npu_smi((255, "dcmi module initialize failed. ret is -8005")), "npu.devices")
+    assert failed.state == "error" and "-8005" in failed.message
+    assert one(devices.check_npu_smi((0, "no table")), "npu.devices").state == "error"
+    assert states(devices.check_npu_smi(None)) == {"npu.devices": "skip"}
+
+
+def test_hccn_conf_paths():
+    lines = [f"address_{i}=10.10.1.{11 + i}\nnetmask_{i}=255.255.255.128" for i in range(8)]
+    good = "\n".join(lines)
+    assert states(devices.check_hccn_conf("h", good, 8, True)) == {"npu.hccn_conf": "ok"}
+    dup = good.replace("address_5=10.10.1.16", "address_5=10.10.1.13")
+    bad = one(devices.check_hccn_conf("h", dup, 8, True), "npu.hccn_conf")
+    assert bad.state == "error" and "10.10.1.13 on devices 2, 5" in bad.message
+    short = "\n".join(lines[:6])
+    missing = one(devices.check_hccn_conf("h", short, 8, True), "npu.hccn_conf")
+    assert missing.state == "warn" and "6, 7" in missing.message
+    assert one(devices.check_hccn_conf("h", "address_0=10.1.1", 1, True), "npu.hccn_conf").state == "error"
+    assert one(devices.check_hccn_conf("h", "netmask_0=255.0.0.0", 1, True), "npu.hccn_conf").state == "error"
+    assert states(devices.check_hccn_conf("h", None, None, True)) == {"npu.hccn_conf": "warn"}
+    assert states(devices.check_hccn_conf("h", None, None, False)) == {"npu.hccn_conf": "skip"}
+
+
+def test_hccl_ifname_selection_rules():
+    names = list(IFACES)
+    assert network.hccl_selected("eth", names) == ["eth0", "eth1"]
+    assert network.hccl_selected("=eth0", names) == ["eth0"]
+    assert network.hccl_selected("^=eth0", names) == ["bond2", "eth1", "ib0", "lo"]
+    assert network.hccl_selected("^eth,lo", names) == ["bond2", "ib0"]
+    assert network.gloo_selected("eth0,nope", names) == ["eth0"]
+
+
+@pytest.mark.parametrize("hccl, gloo, nnodes, expected", [
+    ("eth0", "eth0", 2, {"network.socket_ifname_pair": "ok", "network.hccl_socket_ifname": "ok", "network.gloo_socket_ifname": "ok"}),
+    ("=eth0", "eth0", 2, {"network.socket_ifname_pair": "ok", "network.hccl_socket_ifname": "ok", "network.gloo_socket_ifname": "ok"}),
+    ("", "", 2, {"network.socket_ifname_pair": "warn"}),
+    ("", "", 1, {"network.socket_ifname_pair": "ok"}),
+    ("eth0", "", 2, {"network.socket_ifname_pair": "error", "network.hccl_socket_ifname": "ok"}),    # seed 000
+    ("eth0", "eth1", 2, {"network.socket_ifname_pair": "error", "network.hccl_socket_ifname": "ok", "network.gloo_socket_ifname": "ok"}),
+    ("eno0", "eno0", 2, {"network.socket_ifname_pair": "ok", "network.hccl_socket_ifname": "error", "network.gloo_socket_ifname": "error"}),
+    ("bond2", "bond2", 2, {"network.socket_ifname_pair": "ok", "network.hccl_socket_ifname": "error", "network.gloo_socket_ifname": "error"}),
+    ("=ib0", "ib0", 2, {"network.socket_ifname_pair": "ok", "network.hccl_socket_ifname": "error", "network.gloo_socket_ifname": "error"}),
+    ("=lo", "lo", 2, {"network.socket_ifname_pair": "ok", "network.hccl_socket_ifname": "warn", "network.gloo_socket_ifname": "warn"}),
+    ("=lo", "lo", 1, {"network.socket_ifname_pair": "ok", "network.hccl_socket_ifname": "ok", "network.gloo_socket_ifname": "ok"}),
+])
+def test_socket_ifname_paths(hccl, gloo, nnodes, expected):
+    env = {k: v for k, v in (("HCCL_SOCKET_IFNAME", hccl), ("GLOO_SOCKET_IFNAME", gloo)) if v}
+    found = network.check_socket_ifnames(env, IFACES, nnodes)
+    assert states(found) == expected
+    for f in found:
+        assert f.fix or f.state == "ok"
+
+
+def test_socket_ifname_messages_name_the_values():
+    found = network.check_socket_ifnames({"HCCL_SOCKET_IFNAME": "eno0", "GLOO_SOCKET_IFNAME": "eno0"}, IFACES, 2)
+    bad = one(found, "network.hccl_socket_ifname")
+    assert "'eno0'" in bad.message and "eth0" in bad.fix  # lists the real interfaces
+    assert "no IPv4" in one(network.check_socket_ifnames({"HCCL_SOCKET_IFNAME": "bond2", "GLOO_SOCKET_IFNAME": "bond2"}, IFACES, 2),
+                            "network.gloo_socket_ifname").message
+
+
+def test_without_psutil_addresses_are_not_judged():
+    names_only = {n: Interface(n, None) for n in IFACES}
+    found = network.check_socket_ifnames({"HCCL_SOCKET_IFNAME": "eth0", "GLOO_SOCKET_IFNAME": "eth0"}, names_only, 2)
+    assert one(found, "network.hccl_socket_ifname").state == "skip"
+    assert one(network.check_if_ip({"HCCL_IF_IP": "10.1.2.3"}, names_only), "network.hccl_if_ip").state == "skip"
+
+
+def test_hccl_if_ip_paths():
+    assert states(network.check_if_ip({}, IFACES)) == {"network.hccl_if_ip": "ok"}
+    assert states(network.check_if_ip({"HCCL_IF_IP": "10.1.2.3"}, IFACES)) == {"network.hccl_if_ip": "ok"}
+    assert states(network.check_if_ip({"HCCL_IF_IP": "10.1.2.4"}, IFACES)) == {"network.hccl_if_ip": "error"}
+    assert states(network.check_if_ip({"HCCL_IF_IP": "eth0"}, IFACES)) == {"network.hccl_if_ip": "error"}
+
+
+def test_port_base_paths():
+    assert states(network.check_port_base({})) == {"hccl.if_base_port": "ok"}
+    assert states(network.check_port_base({"HCCL_IF_BASE_PORT": "61000"}, (32768, 60999))) == {"hccl.if_base_port": "ok"}
+    assert states(network.check_port_base({"HCCL_IF_BASE_PORT": "50000"}, (32768, 60999))) == {"hccl.if_base_port": "warn"}
+    assert states(network.check_port_base({"HCCL_IF_BASE_PORT": "65530"})) == {"hccl.if_base_port": "error"}
+    assert states(network.check_port_base({"HCCL_IF_BASE_PORT": "6e4"})) == {"hccl.if_base_port": "error"}
+
+
+def test_timeout_paths():
+    good = {"HCCL_CONNECT_TIMEOUT": "3600", "HCCL_EXEC_TIMEOUT": "3600"}
+    assert states(environment.check_timeouts(good, 16)) == {"hccl.connect_timeout": "ok", "hccl.exec_timeout": "ok"}
+    assert states(environment.check_timeouts({}, 16)) == {"hccl.connect_timeout": "warn", "hccl.exec_timeout": "warn"}
+    assert states(environment.check_timeouts({}, 1)) == {"hccl.connect_timeout": "ok", "hccl.exec_timeout": "ok"}
+    low = {"HCCL_CONNECT_TIMEOUT": "60", "HCCL_EXEC_TIMEOUT": "0"}
+    assert states(environment.check_timeouts(low, 2)) == {"hccl.connect_timeout": "warn", "hccl.exec_timeout": "error"}
+    bad = environment.check_timeouts({"HCCL_CONNECT_TIMEOUT": "1h", "HCCL_EXEC_TIMEOUT": "3600"}, 2)
+    assert one(bad, "hccl.connect_timeout").state == "error" and "'1h'" in one(bad, "hccl.connect_timeout").message
+
+
+def test_visible_devices_and_ray_noset_paths():
+    ok_env = {"RAY_EXPERIMENTAL_NOSET_ASCEND_RT_VISIBLE_DEVICES": "1", "ASCEND_RT_VISIBLE_DEVICES": "0,1,2,3"}
+    assert states(environment.check_visible_devices(ok_env, 8)) == {"npu.visible_devices": "ok", "ray.noset_visible_devices": "ok"}
+    assert states(environment.check_visible_devices({}, 8)) == {"ray.noset_visible_devices": "warn"}
+    off = {"RAY_EXPERIMENTAL_NOSET_ASCEND_RT_VISIBLE_DEVICES": "0"}
+    assert states(environment.check_visible_devices(off, 8)) == {"ray.noset_visible_devices": "warn"}
+    empty = environment.check_visible_devices({**ok_env, "ASCEND_RT_VISIBLE_DEVICES": ""}, 8)
+    assert one(empty, "npu.visible_devices").state == "error"
+    beyond = environment.check_visible_devices({**ok_env, "ASCEND_RT_VISIBLE_DEVICES": "6,7,8"}, 8)
+    assert one(beyond, "npu.visible_devices").state == "error"
+
+
+def test_nofile_paths():
+    assert states(environment.check_nofile((65536, 65536))) == {"limits.nofile": "ok"}
+    assert states(environment.check_nofile((20000, 20000))) == {"limits.nofile": "warn"}
+    assert states(environment.check_nofile((1024, 4096))) == {"limits.nofile": "error"}
+
+
+def test_version_paths():
+    full = {"verl": "0.9.1", "tensordict": "0.10.0", "vllm": "0.9.1", "vllm-ascend": "0.9.1rc1",
+            "mindspeed": "0.12.1", "megatron-core": "0.12.1"}
+    assert set(states(software.check_versions(full, True)).values()) == {"ok"}
+    assert one(software.check_versions({**full, "verl": ""}, True), "versions.verl").state == "error"
+    assert one(software.check_versions({**full, "tensordict": "0.9.1"}, True), "versions.tensordict").state == "warn"
+    assert one(software.check_versions({**full, "tensordict": "0.9.1"}, False), "versions.tensordict").state == "ok"
+    assert one(software.check_versions({**full, "tensordict": ""}, True), "versions.tensordict").state == "error"
+    assert one(software.check_versions({**full, "vllm": "0.10.2"}, True), "versions.vllm_ascend").state == "warn"
+    assert one(software.check_versions({**full, "vllm": ""}, True), "versions.vllm_ascend").state == "error"
+    assert one(software.check_versions({**full, "vllm-ascend": ""}, True), "versions.vllm_ascend").state == "warn"
+    assert one(software.check_versions({**full, "vllm-ascend": ""}, False), "versions.vllm_ascend").state == "skip"
+    assert one(software.check_versions({**full, "mindspeed": ""}, True), "versions.mindspeed").state == "warn"
+
+
+def _report(states_by_name, active=True, verl_error=None):
+    return {"plugin": {"active": active}, "verl_import_error": verl_error, "target_import_errors": {},
+            "patches": [{"name": n, "state": s, "targets": [{"target": "m", "state": s, "detail": "boom"}]}
+                        for n, s in states_by_name.items()]}
+
+
+def test_patch_status_paths():
+    assert states(software.check_patches(_report({"device": "applied", "x": "not applicable"}))) == {"plugin.patches": "ok"}
+    failed = software.check_patches(_report({"device": "failed"}))
+    assert failed[0].state == "error" and "device" in failed[0].message and "boom" in failed[0].message
+    assert software.check_patches(_report({"device": "disabled"}))[0].state == "warn"
+    assert software.check_patches(_report({}, active=False))[0].state == "warn"
+    assert software.check_patches(_report({}, verl_error="ImportError: x"))[0].state == "error"
+
+
+def test_ray_paths_that_contact_nothing(tmp_path):
+    assert cluster.discover("off", {}) == (None, "--ray-address off")
+    assert cluster.discover("auto", {"RAY_ADDRESS": "10.1.2.3:6166"}) == ("10.1.2.3:6166", "RAY_ADDRESS")
+    (tmp_path / "ray").mkdir()
+    (tmp_path / "ray" / "ray_current_cluster").write_text("10.9.9.1:6166\n")
+    assert cluster.discover("auto", {"RAY_TMPDIR": str(tmp_path)}) == ("10.9.9.1:6166", str(tmp_path / "ray" / "ray_current_cluster"))
+    assert cluster.discover("auto", {"RAY_TMPDIR": str(tmp_path / "none")})[0] is None
+    assert cluster.host_of("[::1]:6379") == "::1" and cluster.host_of("ray://10.0.0.1:10001") == "10.0.0.1"
+    local = network.local_addresses(IFACES)
+    assert states(cluster.check_ray(None, "no address", local, 2, 8)) == {"ray.cluster": "skip"}
+    # a head on another host (a worker node's view) is not contacted
+    remote = one(cluster.check_ray("10.9.9.1:6166", "file", local, 2, 8), "ray.cluster")
+    assert remote.state == "skip" and "not contacted" in remote.message
+    assert one(cluster.check_ray("head-node:6166", "file", local, 2, 8), "ray.cluster").state == "skip"
+
+
+def test_ray_resource_judgement(monkeypatch):
+    nodes = [{"alive": True, "ip": "10.1.2.3", "resources": {"CPU": 8, "NPU": 8}},
+             {"alive": True, "ip": "10.1.2.4", "resources": {"CPU": 8, "NPU": 8}},
+             {"alive": False, "ip": "10.1.2.5", "resources": {"NPU": 8}}]
+    monkeypatch.setattr(cluster, "probe", lambda address, timeout: (nodes, ""))
+    local = network.local_addresses(IFACES)
+    assert one(cluster.check_ray("10.1.2.3:6166", "x", local, 2, 8), "ray.cluster").state == "ok"
+    short = one(cluster.check_ray("10.1.2.3:6166", "x", local, 3, 8), "ray.cluster")
+    assert short.state == "error" and "2 node(s) with 16 NPU" in short.message and "24" in short.message
+    assert one(cluster.check_ray("10.1.2.3:6166", "x", local, None, 8), "ray.cluster").state == "ok"
+    nodes[1]["resources"]["NPU"] = 0
+    assert one(cluster.check_ray("10.1.2.3:6166", "x", local, None, 8), "ray.cluster").state == "warn"
+
+
+def test_exit_code_rules():
+    from verl_ascend.doctor.findings import error, ok, skip, warn
+
+    assert exit_code([ok("a", "m"), skip("b", "m")]) == 0
+    assert exit_code([ok("a", "m"), warn("b", "m", "f")]) == 1
+    assert exit_code([error("a", "m", "f")]) == 1

@@ -1,0 +1,219 @@
+"""`verl-ascend doctor` end to end in a fresh process, with the Ascend doubles and a temp hccn.conf."""
+
+import json
+import os
+import resource
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+
+import psutil
+import pytest
+import torch
+
+from subproc import clean_env, run_cli
+
+NOT_VERL = "patches"  # the group that imports verl; the tests below leave it out unless they test it
+ALL_GROUPS = ("python", "torch", "cann", "npu", "network", "hccl", "env", "versions", "patches", "ray")
+
+
+def doctor(*args, env, limit_nofile=None, timeout=120):
+    def lower_limit():
+        if limit_nofile:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (limit_nofile, limit_nofile))
+
+    with tempfile.TemporaryDirectory(prefix="va-cwd-") as cwd:
+        proc = subprocess.run([sys.executable, "-m", "verl_ascend", "doctor", *args], env=env, cwd=cwd,
+                              capture_output=True, text=True, timeout=timeout, preexec_fn=lower_limit)
+    return proc
+
+
+def report(proc):
+    assert proc.returncode in (0, 1), proc.stderr[-3000:]
+    return json.loads(proc.stdout)
+
+
+def by_check(data):
+    out = {}
+    for f in data["findings"]:
+        out.setdefault(f["check"], []).append(f)
+    return out
+
+
+def cluster_interface():
+    """An up interface with a non-loopback IPv4 address on this machine, else loopback."""
+    stats = psutil.net_if_stats()
+    for name, addrs in psutil.net_if_addrs().items():
+        if stats.get(name) and stats[name].isup and any(a.family == 2 and not a.address.startswith("127.") for a in addrs):
+            return name, 2
+    return "lo", 1
+
+
+@pytest.fixture
+def ascend_env(tmp_path):
+    """A well set-up Ascend node, made of the doubles: fake npu-smi and torch_npu, a toolkit dir."""
+    home = tmp_path / "Ascend" / "ascend-toolkit" / "latest"
+    (home / "lib64").mkdir(parents=True)
+    hccn = tmp_path / "hccn.conf"
+    hccn.write_text("".join(f"address_{i}=10.10.1.{11 + i}\nnetmask_{i}=255.255.255.128\n" for i in range(8)))
+    iface, nnodes = cluster_interface()
+    env = clean_env(
+        fake_npu=True, bins=("npu-smi",),
+        FAKE_TORCH_NPU_VERSION=torch.__version__.split("+")[0] + ".post1",
+        ASCEND_TOOLKIT_HOME=home, ASCEND_HOME_PATH=home, LD_LIBRARY_PATH=f"{home}/lib64",
+        ATB_HOME_PATH=tmp_path / "atb", HCCL_SOCKET_IFNAME=iface, GLOO_SOCKET_IFNAME=iface,
+        HCCL_CONNECT_TIMEOUT=3600, HCCL_EXEC_TIMEOUT=3600, RAY_EXPERIMENTAL_NOSET_ASCEND_RT_VISIBLE_DEVICES=1,
+        RAY_TMPDIR=tmp_path / "no-ray",
+    )
+    for var in ("HCCL_IF_IP", "HCCL_IF_BASE_PORT", "ASCEND_RT_VISIBLE_DEVICES", "RAY_ADDRESS"):
+        env.pop(var, None)
+    return env, str(hccn), nnodes
+
+
+@pytest.mark.verl_agnostic
+def test_well_set_up_node_is_all_ok(ascend_env):
+    env, hccn, nnodes = ascend_env
+    hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+    soft = hard if hard != resource.RLIM_INFINITY else 65536
+    proc = doctor("--json", "--skip", "versions,patches", "--hccn-conf", hccn, "--nnodes", str(nnodes),
+                  env=env, limit_nofile=soft)
+    data = report(proc)
+    states = {f["check"]: f["state"] for f in data["findings"]}
+    expected_nofile = "ok" if soft >= 32768 else "warn"  # this machine's hard limit may be below 32768
+    assert states.pop("limits.nofile") == expected_nofile
+    assert states.pop("ray.cluster") == "skip"  # no Ray started: said, not passed
+    assert set(states.values()) == {"ok"}, [f for f in data["findings"] if f["state"] != "ok"]
+    assert {"torch_npu", "cann.env", "npu.devices", "npu.health", "npu.hccn_conf", "network.socket_ifname_pair",
+            "network.hccl_socket_ifname", "network.gloo_socket_ifname", "hccl.connect_timeout",
+            "ray.noset_visible_devices"} <= set(states)
+    assert "8 NPU" in by_check(data)["npu.devices"][0]["message"]
+    assert data["context"]["ascend_host"] and data["summary"]["error"] == 0
+
+
+@pytest.mark.verl_agnostic
+def test_bad_node_reports_each_problem_with_its_fix(ascend_env, tmp_path):
+    env, hccn, _ = ascend_env
+    dup = tmp_path / "dup.conf"
+    dup.write_text(open(hccn).read().replace("address_7=10.10.1.18", "address_7=10.10.1.11"))
+    for var in ("ASCEND_TOOLKIT_HOME", "ASCEND_HOME_PATH", "GLOO_SOCKET_IFNAME"):
+        env.pop(var)
+    env.update(FAKE_NPU_UNHEALTHY="3", FAKE_TORCH_NPU_VERSION="2.1.0", HCCL_CONNECT_TIMEOUT="1h",
+               ASCEND_RT_VISIBLE_DEVICES="", HCCL_IF_IP="203.0.113.77", HCCL_IF_BASE_PORT="80")
+    proc = doctor("--json", "--skip", "versions,patches", "--hccn-conf", str(dup), "--nnodes", "2",
+                  env=env, limit_nofile=1024)
+    data = report(proc)
+    assert proc.returncode == 1
+    errors = {f["check"]: f for f in data["findings"] if f["state"] == "error"}
+    assert set(errors) == {"torch_npu", "cann.env", "npu.health", "npu.hccn_conf", "network.socket_ifname_pair",
+                           "network.hccl_if_ip", "hccl.connect_timeout", "hccl.if_base_port", "npu.visible_devices",
+                           "limits.nofile"}
+    assert "2.1.0" in errors["torch_npu"]["message"]
+    assert "NPU 3 (Alarm)" in errors["npu.health"]["message"]
+    assert "10.10.1.11 on devices 0, 7" in errors["npu.hccn_conf"]["message"]
+    assert "GLOO_SOCKET_IFNAME" in errors["network.socket_ifname_pair"]["fix"]
+    assert "set_env.sh" in errors["cann.env"]["fix"]
+    assert all(f["fix"] for f in errors.values())
+    assert data["summary"]["error"] == len(errors)
+
+
+@pytest.mark.verl_agnostic
+def test_broken_driver_runtime_and_missing_interface(ascend_env):
+    env, hccn, _ = ascend_env
+    env.update(FAKE_NPU_SMI_FAIL="1", FAKE_TORCH_NPU_BROKEN="1", HCCL_SOCKET_IFNAME="eno0", GLOO_SOCKET_IFNAME="eno0")
+    proc = doctor("--skip", "versions,patches,hccl,env", "--hccn-conf", hccn, env=env)
+    assert proc.returncode == 1
+    text = proc.stdout
+    assert "[ERROR] torch_npu" in text and "libhccl.so" in text and "set_env.sh" in text
+    assert "[ERROR] npu.devices" in text and "-8020" in text
+    assert "[ERROR] network.hccl_socket_ifname" in text and "'eno0' matches no interface" in text
+    assert "lo" in text.split("network.hccl_socket_ifname", 1)[1].split("\n")[1]  # the fix lists real interfaces
+
+
+@pytest.mark.verl_agnostic
+def test_cpu_machine_says_what_it_could_not_check_and_json_is_stable(tmp_path):
+    env = clean_env(RAY_TMPDIR=tmp_path)
+    args = ("--json", "--skip", "patches", "--hccn-conf", str(tmp_path / "absent.conf"))
+    proc = doctor(*args[:3], "--ray-address", "auto", env=env)  # default /etc/hccn.conf may be absent here
+    data = report(proc)
+    assert sorted(data) == ["context", "findings", "schema", "summary"]
+    assert data["schema"] == 1
+    assert all(sorted(f) == ["check", "fix", "message", "state"] for f in data["findings"])
+    assert sorted(data["summary"]) == ["error", "exit_code", "ok", "skip", "warn"]
+    assert data["summary"]["exit_code"] == proc.returncode
+    skipped = {f["check"] for f in data["findings"] if f["state"] == "skip"}
+    assert {"torch_npu", "cann.env", "npu.devices", "ray.cluster"} <= skipped
+    again = doctor(*args[:3], "--ray-address", "auto", env=env)
+    assert again.stdout == proc.stdout  # same node, same answer, byte for byte
+    missing = doctor(*args, env=env)
+    assert missing.returncode == 2 and "absent.conf" in missing.stderr
+
+
+@pytest.mark.verl_agnostic
+@pytest.mark.parametrize("args, needle", [
+    (("--skip", "npu,bogus"), "bogus"),
+    (("--nnodes", "0"), "'0'"),
+    (("--npus-per-node", "x"), "'x'"),
+])
+def test_bad_arguments_exit_2(args, needle):
+    proc = run_cli("doctor", *args, timeout=60)
+    assert proc.returncode == 2 and needle in proc.stderr
+
+
+def test_patch_status_comes_from_the_plugin():
+    only_patches = ",".join(g for g in ALL_GROUPS if g != "patches")
+    proc = doctor("--json", "--skip", only_patches, env=clean_env(VERL_ASCEND_PATCHES="-device"), timeout=600)
+    findings = report(proc)["findings"]
+    assert {f["check"] for f in findings} == {"plugin.patches"}
+    disabled = [f for f in findings if "disabled by VERL_ASCEND_PATCHES" in f["message"]]
+    assert len(disabled) == 1 and disabled[0]["state"] == "warn" and disabled[0]["message"].endswith(": device")
+    assert not [f for f in findings if f["state"] == "error"]  # no patch failed on this verl
+
+
+RAY_HEAD = """
+import json, sys, ray
+ray.init(num_cpus=1, resources={"NPU": 2}, include_dashboard=False, logging_level="ERROR")
+print(json.dumps({"address": ray.get_runtime_context().gcs_address}), flush=True)
+sys.stdin.read()  # hold the cluster until the test closes stdin
+ray.shutdown()
+"""
+
+
+@pytest.mark.verl_agnostic
+def test_local_ray_head_resources_against_the_plan():
+    ray_tmp = tempfile.mkdtemp(prefix="vr", dir="/tmp")  # short: Ray's socket paths must fit in 107 bytes
+    env = clean_env(RAY_TMPDIR=ray_tmp)
+    log = open(os.path.join(ray_tmp, "head.log"), "w")
+    for attempt in range(2):  # on a saturated CI machine Ray's own start-up can time out once
+        head = subprocess.Popen([sys.executable, "-c", RAY_HEAD], env=env, stdin=subprocess.PIPE,
+                                stdout=subprocess.PIPE, stderr=log, text=True, start_new_session=True)
+        line = "-"
+        while line and not line.startswith("{"):  # ray.init either prints the address or fails and exits
+            line = head.stdout.readline()
+        if line.startswith("{") or attempt == 1:
+            break
+        head.wait(timeout=60)
+    if not line.startswith("{"):
+        log.close()
+        text = open(log.name).read()
+        shutil.rmtree(ray_tmp, ignore_errors=True)
+        if "timed out during startup" in text:  # Ray's fixed 30 s raylet wait, hit on an overloaded machine
+            pytest.skip("Ray could not start a local node within its fixed 30 s on this (overloaded) machine")
+        raise AssertionError("ray head did not start: " + text[-2000:])
+    try:
+        address = json.loads(line)["address"]
+        others = ",".join(g for g in ALL_GROUPS if g != "ray")
+        env["RAY_ADDRESS"] = address  # discovery through the variable a user would set
+        # one join only (Ray is the slow part); the ok path of the judgement is in test_doctor_checks
+        bad = report(doctor("--json", "--skip", others, "--nnodes", "2", "--ray-timeout", "90", env=env, timeout=180))
+    finally:
+        head.stdin.close()
+        try:
+            head.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(head.pid, signal.SIGKILL)  # the session this test started, nothing else
+        log.close()
+        shutil.rmtree(ray_tmp, ignore_errors=True)
+    (b,) = bad["findings"]
+    assert b["state"] == "error" and "1 node(s) with 2 NPU" in b["message"] and "2 x 8 = 16" in b["message"]
