@@ -33,8 +33,10 @@ for v in "${versions[@]}"; do
   [ -f "$req" ] || { echo "no $req: supported test versions are $(ls dev/requirements-verl-*.txt | sed 's/.*verl-//;s/.txt//' | tr '\n' ' ')" >&2; exit 2; }
   venv=".venvs/verl-$v"
   stamp=$(cat "$req" pyproject.toml | sha256sum | cut -c1-16)-$TORCH_SPEC
-  if [ ! -x "$venv/bin/python" ]; then
+  if [ ! -f "$venv/pyvenv.cfg" ] || [ ! -x "$venv/bin/python" ]; then
+    # no pyvenv.cfg = not a venv (an interrupted creation): its python would install globally
     echo "== creating $venv"
+    rm -rf "$venv"
     "$PY" -m venv "$venv"
     quiet_pip "$venv/bin/python" -m pip install -q "$TORCH_SPEC"
   fi
