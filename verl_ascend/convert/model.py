@@ -41,6 +41,11 @@ def make_bridge(ckpt: HFCheckpoint, dtype: torch.dtype):
         masked_softmax_fusion=False, gradient_accumulation_fusion=False,
         sequence_parallel=False,
     )
+    if ckpt.model_type == "qwen3_moe" and not getattr(hf_config, "norm_topk_prob", True):
+        # mbridge assumes norm_topk_prob=true (top-k softmax). Without it HF takes the top-k of a
+        # softmax over all experts, which is megatron's pre-softmax routing. Weights are the same
+        # either way; this keeps --verify's forward pass faithful to the HF model.
+        bridge.set_extra_args(moe_router_pre_softmax=True)
     bridge._get_transformer_layer_spec = types.MethodType(_local_layer_spec, bridge)
     return bridge
 

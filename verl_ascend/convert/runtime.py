@@ -117,10 +117,19 @@ def cpu_forward(device: str):
     if device != "cpu" or torch.cuda.is_available():
         yield
         return
+    from megatron.core.transformer.moe import moe_utils
+
     saved = mrandom._CUDA_RNG_STATE_TRACKER, mrandom._CUDA_RNG_STATE_TRACKER_INITIALIZED
     mrandom._CUDA_RNG_STATE_TRACKER, mrandom._CUDA_RNG_STATE_TRACKER_INITIALIZED = _EvalHostRNG(), True
+    # megatron-core 0.16 leaves ``te_general_gemm`` undefined (not None) when Transformer Engine is
+    # absent, so the MoE router raises NameError; None selects its plain torch.mm branch.
+    no_te_gemm = not hasattr(moe_utils, "te_general_gemm")
+    if no_te_gemm:
+        moe_utils.te_general_gemm = None
     try:
         with cpu_cuda_calls(device):
             yield
     finally:
         mrandom._CUDA_RNG_STATE_TRACKER, mrandom._CUDA_RNG_STATE_TRACKER_INITIALIZED = saved
+        if no_te_gemm:
+            del moe_utils.te_general_gemm
