@@ -96,6 +96,20 @@ def build_model(bridge):
     return model
 
 
+def build_empty_model(bridge):
+    """Like build_model, but skips the random initialisation (all weights are overwritten anyway):
+    built on the meta device, then given uninitialised host memory."""
+    with torch.device("meta"):
+        model = build_model(bridge)
+    # to_empty replaces meta parameters by new ones, dropping megatron's attributes on them
+    # (tensor_model_parallel, partition_dim, ...); put them back.
+    attrs = {name: dict(p.__dict__) for name, p in model.named_parameters()}
+    model.to_empty(device="cpu")
+    for name, p in model.named_parameters():
+        p.__dict__.update(attrs[name])
+    return model
+
+
 def tensor_names(model, bridge) -> list:
     """[(local state-dict name, mbridge global name)] for every tensor the checkpoint holds.
 

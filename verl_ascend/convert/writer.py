@@ -17,7 +17,7 @@ import torch
 
 from . import runtime
 from .hf_source import ConvertError, HFCheckpoint, Layout
-from .model import build_model, make_bridge
+from .model import build_empty_model, make_bridge
 
 INFO_FILE = "verl_ascend_convert.json"
 
@@ -83,9 +83,7 @@ def convert(ckpt: HFCheckpoint, output_path: str, layout: Layout, dtype, device:
         tmp = _broadcast(_temp_dir(output_path) if rank == 0 else None)
         runtime.init_model_parallel(layout.tp, layout.pp, layout.ep)
         bridge = make_bridge(ckpt, dtype)
-        with torch.device("meta"):  # no random init: every tensor is overwritten from HF below
-            model = build_model(bridge)
-        model.to_empty(device="cpu")
+        model = build_empty_model(bridge)
         if not on_host:  # --use_cpu_initialization keeps the weights in host memory (gloo saves them)
             model.to(device)
         from .weights import load_hf_into
