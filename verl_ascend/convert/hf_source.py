@@ -125,16 +125,8 @@ def check_layout(ckpt: HFCheckpoint, layout: Layout) -> None:
     for flag, value in (("--tp", layout.tp), ("--pp", layout.pp), ("--ep", layout.ep)):
         if value < 1:
             raise ConvertError(f"{flag} {value}: must be >= 1.")
-    model_ranks = layout.tp * layout.pp
-    if layout.world % model_ranks:
-        raise ConvertError(f"world size {layout.world} is not a multiple of TP*PP = {layout.tp}*{layout.pp}. "
-                           f"Fix: start {model_ranks} (or a multiple) processes, e.g. `torchrun --nproc_per_node "
-                           f"{model_ranks} ...`, or change --tp/--pp.")
     if layout.ep > 1 and not ckpt.is_moe:
         raise ConvertError(f"--ep {layout.ep} given for a dense model ({ckpt.model_type}). Fix: drop --ep.")
-    if (layout.world // layout.pp) % layout.ep:
-        raise ConvertError(f"--ep {layout.ep} does not divide the ranks of one pipeline stage "
-                           f"({layout.world // layout.pp}). Fix: start a multiple of PP*EP processes.")
     divisible = [
         ("num_hidden_layers", c.get("num_hidden_layers"), layout.pp, "--pp"),
         ("num_attention_heads", c.get("num_attention_heads"), layout.tp, "--tp"),
@@ -150,3 +142,11 @@ def check_layout(ckpt: HFCheckpoint, layout: Layout) -> None:
         if int(total) % size:
             options = [d for d in range(1, int(total) + 1) if int(total) % d == 0 and d <= 64]
             raise ConvertError(f"{flag} {size} does not divide {key}={total}. Fix: use one of {options}.")
+    model_ranks = layout.tp * layout.pp
+    if layout.world % model_ranks:
+        raise ConvertError(f"world size {layout.world} is not a multiple of TP*PP = {layout.tp}*{layout.pp}. "
+                           f"Fix: start {model_ranks} (or a multiple) processes, e.g. `torchrun --nproc_per_node "
+                           f"{model_ranks} ...`, or change --tp/--pp.")
+    if (layout.world // layout.pp) % layout.ep:
+        raise ConvertError(f"--ep {layout.ep} does not divide the ranks of one pipeline stage "
+                           f"({layout.world // layout.pp}). Fix: start a multiple of PP*EP processes.")

@@ -1,0 +1,245 @@
+"""HF -> Megatron conversion (verl_ascend.convert): real megatron-core, mbridge, transformers on CPU.
+
+Tiny random Qwen2 (tied embeddings), Qwen3 and Qwen3-MoE checkpoints are converted at world size
+1 and 2 (torchrun, gloo) with TP2, PP2 and EP2, and every checkpoint is reloaded at the other
+world size and compared tensor by tensor with the HF source (plus logits at world size 1).
+Heavy work is batched: one process per world size and phase, because each megatron start costs
+seconds on the shared 2-core CI machine.
+"""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from subproc import ROOT, clean_env, last_json, run_cli
+
+DRIVER = ROOT / "tests" / "convert_driver.py"
+SCRIPT = ROOT / "scripts" / "converter_hf_to_mcore.py"
+ENV = dict(OMP_NUM_THREADS="1", TOKENIZERS_PARALLELISM="false")
+
+
+def _driver(*args, nproc=1, timeout=300, cwd=None):
+    cmd = [sys.executable, str(DRIVER), *map(str, args)]
+    if nproc > 1:
+        cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", str(nproc),
+               "--master_port", str(_free_port()), str(DRIVER), *map(str, args)]
+    proc = subprocess.run(cmd, env=clean_env(**ENV), cwd=cwd, capture_output=True, text=True, timeout=timeout)
+    assert proc.returncode == 0, f"{cmd} failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-6000:]}"
+    return last_json(proc)
+
+
+def _free_port():
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _plan(tmp, entries):
+    path = Path(tmp) / f"plan-{time.monotonic_ns()}.json"
+    path.write_text(json.dumps([{"name": n, "argv": [str(a) for a in argv]} for n, argv in entries]))
+    return path
+
+
+def _by_name(results):
+    return {r["name"]: r for r in results}
+
+
+@pytest.fixture(scope="module")
+def work(tmp_path_factory):
+    root = tmp_path_factory.mktemp("convert")
+    return {"root": root, "hf": _driver("models", root)}
+
+
+@pytest.fixture(scope="module")
+def ws1(work):
+    """World size 1: convert all three models with --verify, exercise --overwrite and a planted defect."""
+    root, hf = work["root"], work["hf"]
+    out = {name: root / f"{name}-ws1" for name in hf}
+    plan = [
+        ("qwen2", ["--hf_model_path", hf["qwen2"], "--output_path", out["qwen2"], "--dtype", "fp32", "--verify"]),
+        ("qwen3", ["--hf_model_path", hf["qwen3"], "--output_path", out["qwen3"], "--verify"]),  # bf16
+        ("qwen3_moe", ["--hf_model_path", hf["qwen3_moe"], "--output_path", out["qwen3_moe"], "--dtype", "fp32",
+                       "--verify"]),
+        ("again", ["--hf_model_path", hf["qwen2"], "--output_path", out["qwen2"]]),
+        ("overwrite", ["--hf_model_path", hf["qwen2"], "--output_path", out["qwen2"], "--dtype", "fp32",
+                       "--overwrite"]),
+    ]
+    results = _by_name(_driver("run", _plan(root, plan)))
+    return out, results
+
+
+@pytest.fixture(scope="module")
+def ws2(work, ws1):
+    """World size 2 (torchrun, gloo): TP2 / PP2 / EP2 conversions, and the world-size-1 outputs reloaded."""
+    root, hf = work["root"], work["hf"]
+    out1, _ = ws1
+    out = {"qwen2": root / "qwen2-tp2", "qwen3": root / "qwen3-pp2", "qwen3_moe": root / "moe-ep2"}
+    plan = [
+        ("qwen2 tp2", ["--hf_model_path", hf["qwen2"], "--output_path", out["qwen2"], "--tp", 2, "--dtype", "fp32",
+                       "--verify"]),
+        ("qwen3 pp2", ["--hf_model_path", hf["qwen3"], "--output_path", out["qwen3"], "--pp", 2, "--verify"]),
+        ("moe ep2", ["--hf_model_path", hf["qwen3_moe"], "--output_path", out["qwen3_moe"], "--ep", 2,
+                     "--dtype", "fp32", "--verify"]),
+        ("qwen2-ws1 at tp2", ["--hf_model_path", hf["qwen2"], "--output_path", out1["qwen2"], "--tp", 2,
+                              "--verify_only"]),
+        ("qwen3-ws1 at pp2", ["--hf_model_path", hf["qwen3"], "--output_path", out1["qwen3"], "--pp", 2,
+                              "--verify_only"]),
+        ("moe-ws1 at ep2", ["--hf_model_path", hf["qwen3_moe"], "--output_path", out1["qwen3_moe"], "--ep", 2,
+                            "--verify_only"]),
+    ]
+    return out, _by_name(_driver("run", _plan(root, plan), nproc=2))
+
+
+def _ok(result):
+    assert result["rc"] == 0, result["stderr"]
+    return result
+
+
+def test_convert_world_size_1_verifies_tensors_and_logits(ws1):
+    out, results = ws1
+    for name in ("qwen2", "qwen3", "qwen3_moe"):
+        _ok(results[name])
+        meta = json.loads((out[name] / "metadata.json").read_text())
+        assert meta, name
+    # nothing left beside the outputs: the temporary directories were renamed into place
+    assert not [p for p in out["qwen2"].parent.iterdir() if ".tmp-" in p.name]
+
+
+def test_checkpoint_keys_match_the_transformer_engine_layout(ws1):
+    """verl (TE spec) must load what the local spec wrote: fused-norm names for dense layers,
+    a separate pre_mlp_layernorm for MoE layers, and per-expert keys as TEGroupedMLP's."""
+    from torch.distributed.checkpoint import FileSystemReader
+
+    out, _ = ws1
+    dense = set(FileSystemReader(str(out["qwen3"])).read_metadata().state_dict_metadata)
+    moe = set(FileSystemReader(str(out["qwen3_moe"])).read_metadata().state_dict_metadata)
+    assert "decoder.layers.self_attention.linear_qkv.layer_norm_weight" in dense
+    assert "decoder.layers.mlp.linear_fc1.layer_norm_weight" in dense
+    assert not any("input_layernorm" in k or "pre_mlp_layernorm" in k for k in dense)
+    assert "decoder.layers.pre_mlp_layernorm.weight" in moe
+    assert "decoder.layers.mlp.linear_fc1.layer_norm_weight" not in moe
+    assert any(k.startswith("decoder.layers.mlp.experts.") for k in moe), sorted(moe)
+
+
+def test_existing_output_is_refused_unless_overwrite(ws1):
+    _, results = ws1
+    assert results["again"]["rc"] == 2
+    assert "not empty" in results["again"]["stderr"] and "--overwrite" in results["again"]["stderr"]
+    _ok(results["overwrite"])
+
+
+@pytest.mark.verl_agnostic
+def test_world_size_2_tp_pp_ep_and_reload_at_other_world_size(ws2):
+    _, results = ws2
+    for name, result in results.items():
+        _ok(result)
+
+
+@pytest.mark.verl_agnostic
+def test_world_size_2_outputs_reload_at_world_size_1(work, ws2):
+    hf = work["hf"]
+    out, _ = ws2
+    plan = [(f"{name} at ws1", ["--hf_model_path", hf[name], "--output_path", path, "--verify_only"])
+            for name, path in out.items()]
+    results = _driver("run", _plan(work["root"], plan))
+    for result in results:
+        _ok(result)
+    # at one rank the forward pass is compared too (fp32 outputs: tight)
+    assert all("logits" not in r["stderr"] for r in results)
+
+
+@pytest.mark.verl_agnostic
+def test_planted_defect_fails_verify_naming_the_tensor(work, ws1):
+    import shutil
+
+    out, _ = ws1
+    bad = work["root"] / "qwen3-bad"
+    shutil.copytree(out["qwen3"], bad)
+    _driver("plant", bad, "decoder.layers.1.self_attention.linear_proj.weight")
+    proc = subprocess.run([sys.executable, str(SCRIPT), "--hf_model_path", work["hf"]["qwen3"], "--output_path",
+                           str(bad), "--verify_only"], env=clean_env(**ENV), capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 1, proc.stderr[-3000:]
+    assert "model.layers.1.self_attn.o_proj.weight" in proc.stderr
+    assert "1 of 4096 values differ" in proc.stderr
+    assert "model.layers.0." not in proc.stderr  # only the altered tensor is named
+
+
+@pytest.mark.verl_agnostic
+def test_killed_conversion_leaves_nothing_at_output_path(work, tmp_path):
+    output = tmp_path / "killed"
+    proc = subprocess.Popen([sys.executable, str(SCRIPT), "--hf_model_path", work["hf"]["qwen3_moe"],
+                             "--output_path", str(output)], env=clean_env(**ENV),
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    try:
+        while not list(tmp_path.glob(".killed.tmp-*")):
+            assert proc.poll() is None, f"conversion ended before it could be killed: {proc.stderr.read()[-2000:]}"
+            assert time.monotonic() < deadline, "no temporary directory appeared"
+            time.sleep(0.05)
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=30)
+    assert proc.returncode == -signal.SIGKILL
+    assert not output.exists()
+
+
+# ---- bad input: exit 2 with a message naming the value and the fix (no megatron needed) ----
+
+def _tiny_checkpoint(folder: Path, **config):
+    import torch
+    from safetensors.torch import save_file
+
+    folder.mkdir(parents=True, exist_ok=True)
+    base = dict(model_type="qwen3", architectures=["Qwen3ForCausalLM"], num_hidden_layers=4, num_attention_heads=4,
+                num_key_value_heads=2, vocab_size=128, intermediate_size=96, hidden_size=64)
+    base.update(config)
+    (folder / "config.json").write_text(json.dumps(base))
+    save_file({"model.embed_tokens.weight": torch.zeros(128, 64)}, str(folder / "model.safetensors"))
+    return folder
+
+
+@pytest.mark.verl_agnostic
+@pytest.mark.parametrize("case, argv_extra, expected", [
+    ("missing", [], "is not a directory"),
+    ("no_config", [], "no config.json"),
+    ("corrupt", [], "not a readable safetensors file"),
+    ("llama", [], "unsupported architecture: model_type='llama'"),
+    ("heads", ["--tp", "3"], "--tp 3 does not divide num_attention_heads=4"),
+    ("ep_dense", ["--ep", "2"], "--ep 2 given for a dense model"),
+    ("world", ["--tp", "2"], "world size 1 is not a multiple of TP*PP"),
+])
+def test_bad_input_exits_2(tmp_path, capsys, monkeypatch, case, argv_extra, expected):
+    from verl_ascend.convert import main
+
+    monkeypatch.delenv("WORLD_SIZE", raising=False)
+    hf = tmp_path / "hf"
+    if case != "missing":
+        _tiny_checkpoint(hf, **({"model_type": "llama"} if case == "llama" else {}))
+    if case == "no_config":
+        (hf / "config.json").unlink()
+    if case == "corrupt":
+        data = (hf / "model.safetensors").read_bytes()
+        (hf / "model.safetensors").write_bytes(data[: len(data) // 3])
+    rc = main(["--hf_model_path", str(hf), "--output_path", str(tmp_path / "out"), *argv_extra])
+    err = capsys.readouterr().err
+    assert rc == 2, err
+    assert expected in err
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.verl_agnostic
+def test_cli_subcommand_and_script_entry(tmp_path):
+    proc = run_cli("convert", "--help", env=clean_env(), timeout=60)
+    assert proc.returncode == 0 and "--hf_model_path" in proc.stdout and "--verify" in proc.stdout
+    proc = subprocess.run([sys.executable, str(SCRIPT), "--hf_model_path", str(tmp_path / "nope"), "--output_path",
+                           str(tmp_path / "out")], env=clean_env(), capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2 and "is not a directory" in proc.stderr
