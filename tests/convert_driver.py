@@ -47,6 +47,9 @@ def run_plan(plan: list) -> list:
 
     results = []
     for entry in plan:
+        if "models" in entry:  # build the HF checkpoints in this process: one interpreter start less
+            build_models(entry["models"])
+            continue
         err = io.StringIO()
         with contextlib.redirect_stderr(err):
             rc = main(entry["argv"])

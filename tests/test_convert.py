@@ -42,9 +42,11 @@ def _free_port():
         return s.getsockname()[1]
 
 
-def _plan(tmp, entries):
+def _plan(tmp, entries, models=False):
     path = Path(tmp) / f"plan-{time.monotonic_ns()}.json"
-    path.write_text(json.dumps([{"name": n, "argv": [str(a) for a in argv]} for n, argv in entries]))
+    plan = [{"models": str(tmp)}] if models else []
+    plan += [{"name": n, "argv": [str(a) for a in argv]} for n, argv in entries]
+    path.write_text(json.dumps(plan))
     return path
 
 
@@ -55,12 +57,12 @@ def _by_name(results):
 @pytest.fixture(scope="module")
 def work(tmp_path_factory):
     root = tmp_path_factory.mktemp("convert")
-    return {"root": root, "hf": _driver("models", root)}
+    return {"root": root, "hf": {name: str(root / "hf" / name) for name in ("qwen2", "qwen3", "qwen3_moe")}}
 
 
 @pytest.fixture(scope="module")
 def ws1(work):
-    """World size 1: convert all three models with --verify, exercise --overwrite and a planted defect."""
+    """World size 1: build the HF models, convert all three with --verify, exercise --overwrite."""
     root, hf = work["root"], work["hf"]
     out = {name: root / f"{name}-ws1" for name in hf}
     plan = [
@@ -72,7 +74,7 @@ def ws1(work):
         ("overwrite", ["--hf_model_path", hf["qwen2"], "--output_path", out["qwen2"], "--dtype", "fp32",
                        "--overwrite"]),
     ]
-    results = _by_name(_driver("run", _plan(root, plan)))
+    results = _by_name(_driver("run", _plan(root, plan, models=True)))
     return out, results
 
 

@@ -28,6 +28,12 @@ def make_bridge(ckpt: HFCheckpoint, dtype: torch.dtype):
     if not hasattr(hf_config, "rope_theta"):  # transformers 5 keeps it in rope_parameters only
         hf_config.rope_theta = (getattr(hf_config, "rope_parameters", None) or {}).get("rope_theta", 10000.0)
     bridge = AutoBridge.from_config(hf_config, dtype=dtype)
+    # mbridge records tied embeddings by editing its class-level name table, which Qwen3 and
+    # Qwen3-MoE share with Qwen2: after one tied model, every later bridge in the process would map
+    # output_layer to the embeddings. Give this bridge its own, correct table.
+    tied = bool(getattr(hf_config, "tie_word_embeddings", False))
+    bridge._DIRECT_MAPPING = {**bridge._DIRECT_MAPPING,
+                              "output_layer.weight": "model.embed_tokens.weight" if tied else "lm_head.weight"}
     bridge.set_extra_args(
         use_cpu_initialization=True,
         # SequentialMLP: its checkpoint layout is interchangeable with TEGroupedMLP's (megatron says
@@ -93,7 +99,9 @@ def build_model(bridge):
     for param in model.parameters():
         tensor_parallel.set_defaults_if_not_set_tensor_model_parallel_attributes(param)
     model.requires_grad_(False)
-    return model
+    # Megatron's torch norms are created in float32; training wraps the model in Float16Module,
+    # which casts every tensor to the training dtype. Store what training holds.
+    return model.to(bridge.dtype)
 
 
 def build_empty_model(bridge):

@@ -60,7 +60,9 @@ def compare(model, bridge, ckpt: HFCheckpoint, dtype, progress) -> tuple:
         for hf_name, got in zip(hf_names, tensors):
             want = reader.get(hf_name).to(dtype)
             checked.add(hf_name)
-            if tuple(got.shape) != tuple(want.shape):
+            if got.dtype != dtype:
+                bad.append((hf_name, name, f"dtype {got.dtype} != {dtype}"))
+            elif tuple(got.shape) != tuple(want.shape):
                 bad.append((hf_name, name, f"shape {tuple(got.shape)} != HF {tuple(want.shape)}"))
             elif not torch.equal(got.cpu(), want):
                 diff = (got.cpu().float() - want.float()).abs()
