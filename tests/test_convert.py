@@ -8,10 +8,11 @@ seconds on the shared 2-core CI machine.
 """
 
 import json
-import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -55,9 +56,11 @@ def _by_name(results):
 
 
 @pytest.fixture(scope="module")
-def work(tmp_path_factory):
-    root = tmp_path_factory.mktemp("convert")
-    return {"root": root, "hf": {name: str(root / "hf" / name) for name in ("qwen2", "qwen3", "qwen3_moe")}}
+def work():
+    # Not tmp_path_factory: pytest prunes /tmp/pytest-of-<user>/ from other concurrent sessions.
+    root = Path(tempfile.mkdtemp(prefix="va-convert-"))
+    yield {"root": root, "hf": {name: str(root / "hf" / name) for name in ("qwen2", "qwen3", "qwen3_moe")}}
+    shutil.rmtree(root, ignore_errors=True)
 
 
 @pytest.fixture(scope="module")
@@ -160,8 +163,6 @@ def test_world_size_2_outputs_reload_at_world_size_1(work, ws2):
 
 @pytest.mark.verl_agnostic
 def test_planted_defect_fails_verify_naming_the_tensor(work, ws1):
-    import shutil
-
     out, _ = ws1
     bad = work["root"] / "qwen3-bad"
     shutil.copytree(out["qwen3"], bad)
@@ -176,7 +177,8 @@ def test_planted_defect_fails_verify_naming_the_tensor(work, ws1):
 
 
 @pytest.mark.verl_agnostic
-def test_killed_conversion_leaves_nothing_at_output_path(work, tmp_path):
+def test_killed_conversion_leaves_nothing_at_output_path(work):
+    tmp_path = work["root"]
     output = tmp_path / "killed"
     proc = subprocess.Popen([sys.executable, str(SCRIPT), "--hf_model_path", work["hf"]["qwen3_moe"],
                              "--output_path", str(output)], env=clean_env(**ENV),
@@ -218,14 +220,18 @@ def _tiny_checkpoint(folder: Path, **config):
     ("heads", ["--tp", "3"], "--tp 3 does not divide num_attention_heads=4"),
     ("ep_dense", ["--ep", "2"], "--ep 2 given for a dense model"),
     ("world", ["--tp", "2"], "world size 1 is not a multiple of TP*PP"),
+    ("tied_pp", ["--pp", "2"], "--pp 2 with tie_word_embeddings=true cannot be converted on a CPU-only host"),
 ])
 def test_bad_input_exits_2(tmp_path, capsys, monkeypatch, case, argv_extra, expected):
     from verl_ascend.convert import main
 
     monkeypatch.delenv("WORLD_SIZE", raising=False)
+    if case == "tied_pp":
+        monkeypatch.setenv("WORLD_SIZE", "2")
     hf = tmp_path / "hf"
     if case != "missing":
-        _tiny_checkpoint(hf, **({"model_type": "llama"} if case == "llama" else {}))
+        extra = {"llama": {"model_type": "llama"}, "tied_pp": {"tie_word_embeddings": True}}.get(case, {})
+        _tiny_checkpoint(hf, **extra)
     if case == "no_config":
         (hf / "config.json").unlink()
     if case == "corrupt":

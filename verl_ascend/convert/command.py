@@ -67,7 +67,7 @@ def main(argv=None) -> int:
         return 130
 
 
-def _alternative_layout(layout, ckpt):
+def _alternative_layout(layout, ckpt, device):
     """A different split of the same world size for the --verify reload (or the same if none fits)."""
     from .hf_source import ConvertError, Layout, check_layout
 
@@ -78,7 +78,7 @@ def _alternative_layout(layout, ckpt):
         if (cand.tp, cand.pp, cand.ep) == (layout.tp, layout.pp, layout.ep):
             continue
         try:
-            check_layout(ckpt, cand)
+            check_layout(ckpt, cand, device)
             return cand
         except ConvertError:
             continue
@@ -86,13 +86,17 @@ def _alternative_layout(layout, ckpt):
 
 
 def run(args) -> int:
-    from .hf_source import ConvertError, Layout, check_layout, inspect
     from .. import platform
+    from .hf_source import ConvertError, Layout, check_layout, inspect
 
     try:
         ckpt = inspect(args.hf_model_path)
         layout = Layout(args.tp, args.pp, args.ep, int(os.environ.get("WORLD_SIZE", "1")))
         check_layout(ckpt, layout)
+        from . import runtime
+
+        device, backend = runtime.choose_device()
+        check_layout(ckpt, layout, device)
         if args.verify_only:
             if not os.path.isfile(os.path.join(args.output_path, "metadata.json")):
                 raise ConvertError(f"--verify_only: {args.output_path!r} is not a Megatron dist checkpoint "
@@ -101,13 +105,13 @@ def run(args) -> int:
             from .writer import check_output
 
             check_output(args.output_path, args.overwrite)
-        return _run_checked(args, ckpt, layout)
+        return _run_checked(args, ckpt, layout, device, backend)
     except (ConvertError, platform.AscendRuntimeError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
 
 
-def _run_checked(args, ckpt, layout) -> int:
+def _run_checked(args, ckpt, layout, device, backend) -> int:
     import torch.distributed as dist
     from tqdm import tqdm
 
@@ -116,7 +120,6 @@ def _run_checked(args, ckpt, layout) -> int:
     from .verify import VerifyError, verify
     from .writer import INFO_FILE, convert
 
-    device, backend = runtime.choose_device()
     runtime.init_distributed(device, backend)
     rank = dist.get_rank()
 
@@ -136,7 +139,7 @@ def _run_checked(args, ckpt, layout) -> int:
                                      on_host=args.use_cpu_initialization or device == "cpu",
                                      progress=progress(f"convert {layout}"))
     if args.verify or args.verify_only:
-        check = layout if args.verify_only else _alternative_layout(layout, ckpt)
+        check = layout if args.verify_only else _alternative_layout(layout, ckpt, device)
         try:
             summary["verified"] = verify(ckpt, args.output_path, check, dtype, device, progress(f"verify {check}"))
         except VerifyError as exc:

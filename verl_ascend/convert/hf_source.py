@@ -119,9 +119,15 @@ def _weight_map(path: str) -> dict:
     return found
 
 
-def check_layout(ckpt: HFCheckpoint, layout: Layout) -> None:
+def check_layout(ckpt: HFCheckpoint, layout: Layout, device: str = "") -> None:
     """Raise ConvertError when the parallel sizes do not divide the model or the world size."""
     c = ckpt.config
+    if device == "cpu" and layout.pp > 1 and c.get("tie_word_embeddings"):
+        # megatron-core synchronises the shared embedding of the first and last stage with a
+        # hard-coded ``.cuda()`` while building the model; on a CPU-only host that cannot run.
+        raise ConvertError(f"--pp {layout.pp} with tie_word_embeddings=true cannot be converted on a CPU-only host "
+                           "(megatron moves the shared embedding to CUDA). Fix: use --pp 1 (tied-embedding Qwen "
+                           "models are small) and split with --tp, or convert on an NPU/GPU host.")
     for flag, value in (("--tp", layout.tp), ("--pp", layout.pp), ("--ep", layout.ep)):
         if value < 1:
             raise ConvertError(f"{flag} {value}: must be >= 1.")
