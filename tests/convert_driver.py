@@ -2,6 +2,7 @@
 
     python convert_driver.py models ROOT           build tiny random HF checkpoints in ROOT/hf/*
     python convert_driver.py run PLAN.json         run verl_ascend.convert.main(argv) per plan entry
+                                                   (entries may also build models, read keys, plant)
     python convert_driver.py plant CKPT TENSOR     alter one tensor of a written checkpoint in place
 
 ``run`` prints one JSON line (rank 0): [{"name", "rc", "stderr"}...]. Not collected by pytest.
@@ -50,6 +51,15 @@ def run_plan(plan: list) -> list:
         if "models" in entry:  # build the HF checkpoints in this process: one interpreter start less
             build_models(entry["models"])
             continue
+        if "keys" in entry:  # the tensor keys a checkpoint stores
+            from torch.distributed.checkpoint import FileSystemReader
+
+            keys = sorted(FileSystemReader(entry["keys"]).read_metadata().state_dict_metadata)
+            results.append({"name": entry["name"], "rc": 0, "keys": keys, "stderr": ""})
+            continue
+        if "plant" in entry:
+            plant(*entry["plant"])
+            continue
         err = io.StringIO()
         with contextlib.redirect_stderr(err):
             rc = main(entry["argv"])
@@ -58,7 +68,8 @@ def run_plan(plan: list) -> list:
 
 
 def plant(ckpt_path: str, tensor: str) -> None:
-    """Reload at one rank, add 1 to the first element of ``tensor`` (a Megatron checkpoint key), re-save."""
+    """Reload at one rank, add 1 to the first element of ``tensor`` (a state-dict name), re-save elsewhere
+    and swap the directories: the checkpoint stays valid, one value differs."""
     import shutil
 
     import torch
@@ -75,9 +86,8 @@ def plant(ckpt_path: str, tensor: str) -> None:
     gpt = model.build_model(bridge)
     with runtime.cpu_cuda_calls("cpu"):
         gpt.load_state_dict(dist_checkpointing.load(gpt.sharded_state_dict(), ckpt_path), strict=False)
-        keys = {sh.key: local for local, sh in gpt.sharded_state_dict().items() if hasattr(sh, "key")}
         with torch.no_grad():
-            gpt.state_dict(keep_vars=True)[keys[tensor]].view(-1)[0] += 1.0
+            gpt.state_dict(keep_vars=True)[tensor].view(-1)[0] += 1.0
         altered = ckpt_path + ".altered"
         dist_checkpointing.save(gpt.sharded_state_dict(), altered, async_sharded_save=False)
     shutil.copy(os.path.join(ckpt_path, writer.INFO_FILE), altered)

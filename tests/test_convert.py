@@ -44,9 +44,14 @@ def _free_port():
 
 
 def _plan(tmp, entries, models=False):
+    """entries: (name, argv list) to run, or (name, {"keys"/"plant": ...}) for the driver's helpers."""
     path = Path(tmp) / f"plan-{time.monotonic_ns()}.json"
     plan = [{"models": str(tmp)}] if models else []
-    plan += [{"name": n, "argv": [str(a) for a in argv]} for n, argv in entries]
+    for name, what in entries:
+        if isinstance(what, dict):
+            plan.append({"name": name, **{k: v if isinstance(v, list) else str(v) for k, v in what.items()}})
+        else:
+            plan.append({"name": name, "argv": [str(a) for a in what]})
     path.write_text(json.dumps(plan))
     return path
 
@@ -76,6 +81,8 @@ def ws1(work):
         ("again", ["--hf_model_path", hf["qwen2"], "--output_path", out["qwen2"]]),
         ("overwrite", ["--hf_model_path", hf["qwen2"], "--output_path", out["qwen2"], "--dtype", "fp32",
                        "--overwrite"]),
+        ("dense keys", {"keys": out["qwen3"]}),
+        ("moe keys", {"keys": out["qwen3_moe"]}),
     ]
     results = _by_name(_driver("run", _plan(root, plan, models=True)))
     return out, results
@@ -121,11 +128,8 @@ def test_convert_world_size_1_verifies_tensors_and_logits(ws1):
 def test_checkpoint_keys_match_the_transformer_engine_layout(ws1):
     """verl (TE spec) must load what the local spec wrote: fused-norm names for dense layers,
     a separate pre_mlp_layernorm for MoE layers, and per-expert keys as TEGroupedMLP's."""
-    from torch.distributed.checkpoint import FileSystemReader
-
-    out, _ = ws1
-    dense = set(FileSystemReader(str(out["qwen3"])).read_metadata().state_dict_metadata)
-    moe = set(FileSystemReader(str(out["qwen3_moe"])).read_metadata().state_dict_metadata)
+    _, results = ws1
+    dense, moe = set(results["dense keys"]["keys"]), set(results["moe keys"]["keys"])
     assert "decoder.layers.self_attention.linear_qkv.layer_norm_weight" in dense
     assert "decoder.layers.mlp.linear_fc1.layer_norm_weight" in dense
     assert not any("input_layernorm" in k or "pre_mlp_layernorm" in k for k in dense)
@@ -148,32 +152,34 @@ def test_world_size_2_tp_pp_ep_and_reload_at_other_world_size(ws2):
         _ok(result)
 
 
-@pytest.mark.verl_agnostic
-def test_world_size_2_outputs_reload_at_world_size_1(work, ws2):
-    hf = work["hf"]
+@pytest.fixture(scope="module")
+def ws1_reload(work, ws1, ws2):
+    """World size 1 again: the world-size-2 outputs reloaded, and a planted defect."""
+    hf, root = work["hf"], work["root"]
     out, _ = ws2
+    bad = root / "qwen3-bad"
+    shutil.copytree(ws1[0]["qwen3"], bad)
     plan = [(f"{name} at ws1", ["--hf_model_path", hf[name], "--output_path", path, "--verify_only"])
             for name, path in out.items()]
-    results = _driver("run", _plan(work["root"], plan))
-    for result in results:
-        _ok(result)
-    # at one rank the forward pass is compared too (fp32 outputs: tight)
-    assert all("logits" not in r["stderr"] for r in results)
+    plan += [("plant", {"plant": [str(bad), "decoder.layers.1.self_attention.linear_proj.weight"]}),
+             ("bad", ["--hf_model_path", hf["qwen3"], "--output_path", bad, "--verify_only"])]
+    return _by_name(_driver("run", _plan(root, plan)))
 
 
 @pytest.mark.verl_agnostic
-def test_planted_defect_fails_verify_naming_the_tensor(work, ws1):
-    out, _ = ws1
-    bad = work["root"] / "qwen3-bad"
-    shutil.copytree(out["qwen3"], bad)
-    _driver("plant", bad, "decoder.layers.1.self_attention.linear_proj.weight")
-    proc = subprocess.run([sys.executable, str(SCRIPT), "--hf_model_path", work["hf"]["qwen3"], "--output_path",
-                           str(bad), "--verify_only"], env=clean_env(**ENV), capture_output=True, text=True,
-                          timeout=300)
-    assert proc.returncode == 1, proc.stderr[-3000:]
-    assert "model.layers.1.self_attn.o_proj.weight" in proc.stderr
-    assert "1 of 4096 values differ" in proc.stderr
-    assert "model.layers.0." not in proc.stderr  # only the altered tensor is named
+def test_world_size_2_outputs_reload_at_world_size_1(ws1_reload):
+    for name in ("qwen2", "qwen3", "qwen3_moe"):
+        _ok(ws1_reload[f"{name} at ws1"])
+
+
+@pytest.mark.verl_agnostic
+def test_planted_defect_fails_verify_naming_the_tensor(ws1_reload):
+    result = ws1_reload["bad"]
+    assert result["rc"] == 1, result["stderr"]
+    assert "verification FAILED" in result["stderr"]
+    assert "model.layers.1.self_attn.o_proj.weight" in result["stderr"]
+    assert "1 of 4096 values differ" in result["stderr"]
+    assert "in 1 tensor(s)" in result["stderr"]  # only the altered tensor is named
 
 
 @pytest.mark.verl_agnostic
