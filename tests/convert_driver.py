@@ -89,6 +89,7 @@ def plant(ckpt_path: str, tensor: str) -> None:
         with torch.no_grad():
             gpt.state_dict(keep_vars=True)[tensor].view(-1)[0] += 1.0
         altered = ckpt_path + ".altered"
+        os.makedirs(altered)
         dist_checkpointing.save(gpt.sharded_state_dict(), altered, async_sharded_save=False)
     shutil.copy(os.path.join(ckpt_path, writer.INFO_FILE), altered)
     shutil.rmtree(ckpt_path)

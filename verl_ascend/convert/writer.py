@@ -13,8 +13,6 @@ import shutil
 import signal
 import time
 
-import torch
-
 from . import runtime
 from .hf_source import ConvertError, HFCheckpoint, Layout
 from .model import build_empty_model, make_bridge
