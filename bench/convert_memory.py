@@ -83,6 +83,7 @@ def child_baseline(hf, out):
         for local, name in model.tensor_names(gpt, bridge):
             tensors = [hf_state[n] for n in bridge._weight_name_mapping_mcore_to_hf(name)]
             state[local].copy_(weights.local_slice(bridge, name, state[local], tensors))
+    os.makedirs(out)
     with runtime.cpu_cuda_calls("cpu"):
         dist_checkpointing.save(gpt.sharded_state_dict(), out, async_sharded_save=False)
     return 0
