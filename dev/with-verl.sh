@@ -3,11 +3,10 @@
 #
 #   dev/with-verl.sh 0.9.1 0.6.1 -- python -m pytest -q
 #
-# For each version: create .venvs/verl-<version> with the CPU torch wheel, verl <version> and
-# dev/requirements-verl-<version>.txt plus this package's extras (an existing venv whose inputs
-# changed is brought up to date in place), install this checkout into it the way a user does (a
-# real wheel, not editable: the .pth file and the entry point are what is under test), then run
-# the command with that environment first on PATH.
+# For each version: create (or reuse, when its inputs did not change) .venvs/verl-<version> with
+# the CPU torch wheel, verl <version> and dev/requirements-verl-<version>.txt, install this checkout
+# into it the way a user does (a real wheel, not editable: the .pth file and the entry point are
+# what is under test), then run the command with that environment first on PATH.
 # Exits non-zero if any run fails (pytest's 5, "no tests collected", included).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -23,9 +22,6 @@ fi
 
 export TORCH_DEVICE_BACKEND_AUTOLOAD=0  # a stray torch_npu must not be auto-loaded by import torch
 export PIP_DISABLE_PIP_VERSION_CHECK=1
-quiet_pip() {  # pip, minus this machine's noise about absent local index folders
-  "$@" 2> >(grep -v "^WARNING: Location 'file:" >&2)
-}
 status=0
 index=0
 for v in "${versions[@]}"; do
@@ -33,17 +29,15 @@ for v in "${versions[@]}"; do
   [ -f "$req" ] || { echo "no $req: supported test versions are $(ls dev/requirements-verl-*.txt | sed 's/.*verl-//;s/.txt//' | tr '\n' ' ')" >&2; exit 2; }
   venv=".venvs/verl-$v"
   stamp=$(cat "$req" pyproject.toml | sha256sum | cut -c1-16)-$TORCH_SPEC
-  if [ ! -x "$venv/bin/python" ]; then
-    echo "== creating $venv"
-    "$PY" -m venv "$venv"
-    quiet_pip "$venv/bin/python" -m pip install -q "$TORCH_SPEC"
-  fi
   if [ "$(cat "$venv/.stamp" 2>/dev/null)" != "$stamp" ]; then
-    echo "== installing dependencies into $venv"
-    quiet_pip "$venv/bin/python" -m pip install -q "$TORCH_SPEC" -r "$req" ".[test,convert,plot]"
+    echo "== creating $venv"
+    rm -rf "$venv"
+    "$PY" -m venv "$venv"
+    "$venv/bin/python" -m pip install -q "$TORCH_SPEC"
+    "$venv/bin/python" -m pip install -q -r "$req" ".[test,convert,plot]"
     echo "$stamp" > "$venv/.stamp"
   fi
-  quiet_pip "$venv/bin/python" -m pip install -q --no-deps --force-reinstall . >/dev/null
+  "$venv/bin/python" -m pip install -q --no-deps --force-reinstall . >/dev/null
   echo "== verl $v: $*"
   # tests marked verl_agnostic run only where VERL_ASCEND_TEST_ENV_INDEX=0 (tests/conftest.py)
   if ! PATH="$PWD/$venv/bin:$PATH" VIRTUAL_ENV="$PWD/$venv" VERL_ASCEND_TEST_ENV_INDEX=$index "$@"; then
