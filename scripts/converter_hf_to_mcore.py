@@ -1,0 +1,8 @@
+"""HF -> Megatron dist checkpoint, verl's flags; see `--help` and docs/convert.md."""
+
+import sys
+
+from verl_ascend.convert import main
+
+if __name__ == "__main__":
+    sys.exit(main())
