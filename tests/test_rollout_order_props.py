@@ -70,7 +70,7 @@ def run_case(rng: random.Random, tiled: bool):
 
     log = defaultdict(list)
     body = generate_body(log)
-    call = rollout_order._wrap_manager(None)(body) if tiled else body
+    call = rollout_order.reorder_around(body) if tiled else body
     output = unpad_dataproto(call({"workers": workers}, dispatched), pad_size=pad)
 
     # trainer side: the rows it gets back, then batch.repeat(n).union(...) exactly as fit() does
@@ -168,10 +168,46 @@ def test_wrong_row_count_is_an_error_naming_the_switch():
     def drops_a_row(self, prompts):
         return prompts.slice(0, len(prompts) - 1)
 
-    call = rollout_order._wrap_manager(None)(drops_a_row)
+    call = rollout_order.reorder_around(drops_a_row)
     try:
         call(None, gen)
     except RuntimeError as exc:
         assert "VERL_ASCEND_ROLLOUT_ORDER=interleaved" in str(exc)
     else:
         raise AssertionError("a lost row went unnoticed")
+
+
+def test_verls_decorators_keep_seeing_verls_order():
+    """0.7+ stacks auto_await and (0.9) SkipManager.annotate on the manager's generate_sequences;
+    the reorder goes inside them, so a rollout dump/replay layer records the trainer's order."""
+    import functools
+
+    seen = {}
+
+    def recording(func):  # stands in for SkipManager.annotate: keeps func in its closure
+        @functools.wraps(func)
+        def wrapper(self, prompts):
+            seen["decorator_in"] = (prompts.batch["input_ids"][:, 0] // 10).tolist()
+            out = func(self, prompts)
+            seen["decorator_out"] = (out.batch["responses"][:, 0] // 10).tolist()
+            return out
+
+        return wrapper
+
+    class Manager:
+        @recording
+        def generate_sequences(self, prompts):
+            seen["body_in"] = (prompts.batch["input_ids"][:, 0] // 10).tolist()
+            return DataProto.concat([chunk.select(batch_keys=["input_ids"]).rename("input_ids", "responses")
+                                     for chunk in prompts.chunk(2)])
+
+    before = Manager.generate_sequences
+    rollout_order._wrap_manager(Manager)
+    rollout_order._wrap_manager(Manager)  # idempotent
+    assert Manager.generate_sequences is before  # patched inside, the decorator itself is untouched
+    Manager().generate_sequences(make_batch(2).repeat(3, interleave=True))
+    assert seen["body_in"] == [0, 1, 0, 1, 0, 1]
+    assert seen["decorator_in"] == seen["decorator_out"] == [0, 0, 0, 1, 1, 1]
+    rollout_order.revert()
+    Manager().generate_sequences(make_batch(2).repeat(3, interleave=True))
+    assert seen["body_in"] == [0, 0, 0, 1, 1, 1]

@@ -5,8 +5,8 @@ import hook) starts Ray, builds a real ``RayWorkerGroup`` of two stand-in rollou
 (``tests/fakes/rollout/echo_rollout.py``: they echo the prompt id) and an ``AgentLoopManager``
 whose agent-loop workers are those same two actors, and runs the trainer's steps around them:
 ``repeat(n, interleave=True)`` -> ``generate_sequences`` -> ``batch.repeat(n).union(output)``, and
-validation's pad -> generate -> unpad. Then it undoes the patch (``_util.unwrap``; for the worker
-group, verl's own Functor) and runs the same steps stock.
+validation's pad -> generate -> unpad. Then it undoes the patch (``rollout_order.revert``; for the
+worker group, verl's own Functor) and runs the same steps stock.
 """
 
 import pytest
@@ -26,7 +26,7 @@ from verl.experimental.agent_loop import agent_loop
 from verl.single_controller.ray.base import RayClassWithInitArgs, RayResourcePool, RayWorkerGroup
 from echo_rollout import EchoRolloutWorker, make_batch
 from verl_ascend import registry
-from verl_ascend.patches import _util
+from verl_ascend.patches import rollout_order
 
 P, N, W = {P}, {N}, {W}
 pool = RayResourcePool([W], use_gpu=False, max_colocate_count=1)
@@ -78,7 +78,7 @@ def steps(manager_call, wg_call):
 
 status = registry.summarize("rollout_order")
 on = steps(manager.generate_sequences, wg.generate_sequences)
-_util.unwrap(agent_loop.AgentLoopManager, "generate_sequences", "rollout_order")
+rollout_order.revert(agent_loop)
 off = steps(manager.generate_sequences, wg.generate_sequences.functor)
 ray.shutdown()
 print(json.dumps({{"status": status, "on": on, "off": off, "wg_call": type(wg.generate_sequences).__name__}}))

@@ -14,7 +14,9 @@ How: at the two points where verl splits a generation batch across workers, the 
     or ``raw_prompt``). Points: ``AgentLoopManager.generate_sequences`` (``prompts.chunk(workers)``;
     every async/agent-loop rollout, 0.6.1+) and the worker group's ``generate_sequences`` built by
     ``verl.single_controller.ray.base.func_generator`` (spmd rollout, DP-rank chunking; 0.6.x sync
-    mode). Both sit below ``RayPPOTrainer.fit``, its validation and the DAPO recipe trainer.
+    mode). Both sit below ``RayPPOTrainer.fit``, its validation and the DAPO recipe trainer. On
+    the manager the reorder goes around the undecorated body, beneath ``auto_await`` and 0.9's
+    ``SkipManager`` (rollout dump/replay), so those keep seeing verl's order.
     Switch: ``VERL_ASCEND_ROLLOUT_ORDER=tiled|interleaved``; default tiled on Ascend hosts,
     interleaved elsewhere. Not applicable to the 0.9.x ``trainer.use_v1`` TransferQueue path:
     ``AgentLoopManagerTQ`` dispatches each prompt once and its worker spawns the n samples itself,
@@ -23,13 +25,14 @@ Upstream: none yet (verl issue 4115 asks for balanced dispatch).
 Remove when: verl spreads a prompt's samples across rollout workers itself.
 """
 
+import functools
 import inspect
 import logging
 import os
 
 from .. import dispatch_order, platform
 from ..registry import Patch
-from ._util import wrap
+from ._util import MARK, unwrap, wrap
 
 NAME = "rollout_order"
 AGENT_LOOP = "verl.experimental.agent_loop.agent_loop"
@@ -136,31 +139,75 @@ def _finish(output, state):
 # ---- AgentLoopManager.generate_sequences --------------------------------------------------------
 
 
-def _wrap_manager(auto_await):
-    def make(original):
-        inner = getattr(original, "__wrapped__", None)
-        if inspect.iscoroutinefunction(original):
-            target, rewrap = original, None
-        elif auto_await is not None and inspect.iscoroutinefunction(inner):
-            target, rewrap = inner, auto_await  # keep verl's await-or-run behaviour for callers
-        else:
-            target, rewrap = None, None
+def reorder_around(func):
+    """``func(self, prompts, ...)`` that receives its batch tiled and returns rows in input order."""
+    if inspect.iscoroutinefunction(func):
 
-        if target is None:
-
-            def generate_sequences(self, *args, **kwargs):
-                args, kwargs, state = _prepare(args, kwargs)
-                return _finish(original(self, *args, **kwargs), state)
-
-            return generate_sequences
-
-        async def generate_sequences_async(self, *args, **kwargs):
+        async def generate_sequences(self, *args, **kwargs):
             args, kwargs, state = _prepare(args, kwargs)
-            return _finish(await target(self, *args, **kwargs), state)
+            return _finish(await func(self, *args, **kwargs), state)
 
-        return rewrap(generate_sequences_async) if rewrap else generate_sequences_async
+    else:
 
-    return make
+        def generate_sequences(self, *args, **kwargs):
+            args, kwargs, state = _prepare(args, kwargs)
+            return _finish(func(self, *args, **kwargs), state)
+
+    functools.update_wrapper(generate_sequences, func)
+    setattr(generate_sequences, MARK, NAME)
+    return generate_sequences
+
+
+def _innermost_cell(func):
+    """The closure cell through which verl's innermost decorator calls the undecorated function.
+
+    verl stacks ``auto_await`` (0.7+) and ``SkipManager.annotate`` (0.9, rollout dump/replay) on
+    ``AgentLoopManager.generate_sequences``; both keep the function they wrap in their closure and
+    set ``__wrapped__``. The reorder goes right around the undecorated body (the code that chunks
+    the batch), so those decorators, and whatever they record, keep seeing verl's own order.
+    """
+    outer = func
+    while True:
+        inner = getattr(outer, "__wrapped__", None)
+        if inner is None:
+            return None
+        if getattr(inner, "__wrapped__", None) is None:
+            for cell in getattr(outer, "__closure__", None) or ():
+                try:
+                    held = cell.cell_contents
+                except ValueError:  # an empty cell
+                    continue
+                # the body itself, or our reorder around it from an earlier apply
+                if held is inner or (getattr(held, MARK, None) == NAME and held.__wrapped__ is inner):
+                    return cell
+            return None
+        outer = inner
+
+
+_undo = []
+
+
+def _wrap_manager(manager) -> str:
+    original = manager.generate_sequences
+    cell = _innermost_cell(original)
+    if cell is None:  # undecorated (0.6.x): replace the method itself
+        wrap(manager, "generate_sequences", NAME, reorder_around)
+        return "AgentLoopManager.generate_sequences"
+    body = cell.cell_contents
+    if getattr(body, MARK, None) != NAME:
+        cell.cell_contents = reorder_around(body)
+        _undo.append(lambda: setattr(cell, "cell_contents", body))
+    return "AgentLoopManager.generate_sequences (inside verl's decorators)"
+
+
+def revert(agent_loop_module=None, worker_group_module=None) -> None:
+    """Undo the patch in this process (tests compare against stock this way)."""
+    while _undo:
+        _undo.pop()()
+    if agent_loop_module is not None:
+        unwrap(agent_loop_module.AgentLoopManager, "generate_sequences", NAME)
+    if worker_group_module is not None:
+        unwrap(worker_group_module, "func_generator", NAME)
 
 
 # ---- worker group dispatch (spmd rollout) -------------------------------------------------------
@@ -233,8 +280,8 @@ def _has_tq_path() -> bool:
 def _apply(module):
     _, reason = order_and_reason()
     if module.__name__ == AGENT_LOOP:
-        wrap(module.AgentLoopManager, "generate_sequences", NAME, _wrap_manager(getattr(module, "auto_await", None)))
-        detail = f"AgentLoopManager.generate_sequences dispatches tiled ({reason})"
+        where = _wrap_manager(module.AgentLoopManager)
+        detail = f"{where} dispatches tiled ({reason})"
         return f"{detail}; {TQ_NOTE}" if _has_tq_path() else detail
     wrap(module, "func_generator", NAME, _wrap_func_generator)
     return f"worker-group generate_sequences dispatches tiled ({reason})"
