@@ -61,3 +61,9 @@ def test_bad_value_names_it_and_the_fix():
     with pytest.raises(ValueError) as err:
         do.configured_order({do.ENV: "tilde"}, True)
     assert "'tilde'" in str(err.value) and "=tiled" in str(err.value) and "=interleaved" in str(err.value)
+
+
+def test_batch_already_tiled_by_hand_is_left_alone():
+    # users who followed seed 003 §7.2 and set interleave=False in both repeats
+    keys = ["a", "b", "c"] * 4
+    assert do.is_identity(do.tiled_permutation(keys))
