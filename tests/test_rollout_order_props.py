@@ -10,30 +10,19 @@ it read from the row plus (worker, position) so that lost, duplicated or misplac
 """
 
 import random
+import sys
 from collections import Counter, defaultdict
 
-import numpy as np
 import torch
+from subproc import FAKES
 from verl.protocol import DataProto, pad_dataproto_to_divisor, unpad_dataproto
 
 from verl_ascend.patches import rollout_order
 
+sys.path.insert(0, str(FAKES / "rollout"))
+from echo_rollout import make_batch  # noqa: E402  (the trainer-side batch the Ray test uses too)
+
 CASES = 1000
-PROMPT_LEN = 3
-
-
-def make_batch(prompts: int) -> DataProto:
-    ids = torch.arange(prompts).unsqueeze(1) * 10 + torch.arange(PROMPT_LEN)  # row p starts with 10 p
-    return DataProto.from_single_dict(
-        {
-            "input_ids": ids,
-            "attention_mask": torch.ones_like(ids),
-            "uid": np.array([f"uid-{p}" for p in range(prompts)], dtype=object),
-            "reward_model": np.array([{"ground_truth": f"gt-{p}"} for p in range(prompts)], dtype=object),
-            "extra_info": np.array([{"index": p} for p in range(prompts)], dtype=object),
-            "data_source": np.array(["gsm8k"] * prompts, dtype=object),
-        }
-    )
 
 
 def generate_body(log):
@@ -58,7 +47,7 @@ def run_case(rng: random.Random, tiled: bool):
     mode = rng.choice(["train", "validate", "remax"])
     batch = make_batch(prompts)
     gen_batch = batch.select(batch_keys=["input_ids", "attention_mask"],
-                             non_tensor_batch_keys=["uid", "reward_model", "extra_info", "data_source"],
+                             non_tensor_batch_keys=["uid", "reward_model", "extra_info"],
                              deepcopy=True)
     dispatched = gen_batch.repeat(repeat_times=n, interleave=True)
     sampled = len(dispatched)

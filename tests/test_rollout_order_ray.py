@@ -88,7 +88,7 @@ print(json.dumps({{"status": status, "on": on, "off": off, "wg_call": type(wg.ge
 @pytest.fixture(scope="module")
 def e2e():
     env = clean_env(VERL_ASCEND_ROLLOUT_ORDER="tiled", PYTHONPATH=str(FAKES / "rollout"), RAY_DEDUP_LOGS="0")
-    return last_json(run_python(SCRIPT.format(P=P, N=N, W=W), env=env, timeout=420))
+    return last_json(run_python(SCRIPT.format(P=P, N=N, W=W), env=env, timeout=900))
 
 
 def expected_trainer_rows(prompts, n):

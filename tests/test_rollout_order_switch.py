@@ -1,4 +1,4 @@
-"""VERL_ASCEND_ROLLOUT_ORDER: the decision per host and value, and what a fresh interpreter does with it."""
+"""VERL_ASCEND_ROLLOUT_ORDER: the decision per host and value; a fresh Ascend-host interpreter applies it."""
 
 import types
 
@@ -20,22 +20,13 @@ TARGET = "verl.single_controller.ray.base"
 
 
 def probe(**env):
-    return last_json(run_python(PROBE, env=clean_env(**env), timeout=240))
+    return last_json(run_python(PROBE, env=clean_env(**env), timeout=600))
 
 
 def test_ascend_host_default_is_tiled():
     on = probe(fake_npu=True)
     assert on["rows"][TARGET][0] == "applied" and on["wrapped"]
     assert "default on Ascend hosts" in on["rows"][TARGET][1]
-
-
-def test_bad_value_fails_the_patch_loudly_and_verl_still_works():
-    proc = run_python(PROBE, env=clean_env(VERL_ASCEND_ROLLOUT_ORDER="tiles"), timeout=240)
-    out = last_json(proc)
-    state, detail = out["rows"][TARGET]
-    assert state == "failed" and not out["wrapped"]
-    assert "'tiles'" in detail and "VERL_ASCEND_ROLLOUT_ORDER=tiled" in detail
-    assert "patch 'rollout_order' failed" in proc.stderr
 
 
 def target_module():
@@ -65,3 +56,12 @@ def test_missing_dispatch_point_is_not_applicable(monkeypatch):
     assert reason and "func_generator" in reason
     reason = rollout_order.PATCH.applies(types.SimpleNamespace(__name__=rollout_order.AGENT_LOOP))
     assert reason and "AgentLoopManager" in reason
+
+
+@pytest.mark.verl_agnostic
+def test_bad_value_is_an_error_naming_it_and_the_fix(monkeypatch):
+    # The registry records a raising probe as `failed`, logs it and lets the import go on.
+    monkeypatch.setenv("VERL_ASCEND_ROLLOUT_ORDER", "tiles")
+    with pytest.raises(ValueError) as err:
+        rollout_order.PATCH.applies(target_module())
+    assert "'tiles'" in str(err.value) and "VERL_ASCEND_ROLLOUT_ORDER=tiled" in str(err.value)
