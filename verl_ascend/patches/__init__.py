@@ -15,6 +15,9 @@ In the driver:
     ray_runtime_env   ray                       VERL_ASCEND* settings reach every Ray worker
 In the TaskRunner:
     trainer_device    verl.trainer.ppo.ray_trainer   trainer.device cuda -> npu (verl <= 0.6)
+Where generation batches are split across rollout workers (driver / TaskRunner):
+    rollout_order     verl.experimental.agent_loop.agent_loop, verl.single_controller.ray.base
+                      tiled rollout dispatch, verl's interleaved order on the output
 """
 
 import importlib
@@ -27,6 +30,7 @@ PATCH_MODULES = (
     "torch_npu_save",
     "tensordict_sync",
     "mindspeed",
+    "rollout_order",
 )
 
 

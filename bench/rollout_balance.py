@@ -1,0 +1,171 @@
+"""Tokens per rollout worker with verl's interleaved dispatch vs verl-ascend's tiled dispatch.
+
+Response-length model (a prompt's samples share its difficulty):
+    length(i, j) = min(cap, floor + exp(m + s * (sqrt(rho) * a_i + sqrt(1 - rho) * e_ij)))
+    a_i ~ N(0, 1) is prompt i's difficulty, e_ij ~ N(0, 1) the sample's own noise, rho the share of
+    the log-variance that belongs to the prompt (default 0.5), cap = max_response_length = 4096.
+    floor, m and s are solved so that the model matches seed 003's step-1 log (Qwen3-235B GRPO on
+    A2): mean 1329 tokens, 4.7% of responses clipped at 4096, min 227 (the expected minimum of the
+    batch). The bench prints the simulated mean / max / min / clipped share next to the targets.
+
+For each shape (prompts x samples over workers) and each step, the batch is put in the order verl
+dispatches it (stock: interleaved; tiled: ``verl_ascend.dispatch_order.tiled_permutation`` over
+the prompts' uids), cut into equal contiguous slices like ``DataProto.chunk(workers)``, and the
+response tokens per worker are summed. Printed: max/mean tokens per worker (1.0 = perfectly
+balanced; the slowest worker sets the step time), stock and tiled measured on the same draws, and
+their ratio. Target: tiled <= 1.05.
+"""
+
+import argparse
+import json
+import math
+import sys
+
+import numpy as np
+
+from verl_ascend.dispatch_order import tiled_permutation
+
+TARGET = {"mean": 1329.0, "max": 4096, "min": 227.0, "clipped": 0.047}
+# Same log, same step: verl's global_seqlen/min|max|mean cut the interleaved batch (2048 rows) into
+# 128 contiguous parts = one prompt's 16 samples each (prompt + response tokens; prompt mean 84).
+SEED_PROMPT_SUMS = {"max_over_mean": 32712 / 22615.3, "min_over_mean": 13889 / 22615.3, "prompt_tokens": 84}
+SWEEP = (0.0, 0.25, 0.5, 0.75)
+SEED_BATCH = 128 * 16  # the log the model is calibrated to: 128 prompts x 16 samples
+SHAPES = {"qwen3-235b": (128, 16, 16), "qwen2.5-7b": (32, 16, 2)}  # prompts, samples (n), workers
+
+
+def _phi(x: float) -> float:
+    return 0.5 * (1.0 + math.erf(x / math.sqrt(2.0)))
+
+
+def _bisect(f, lo: float, hi: float, steps: int = 80) -> float:
+    """Root of an increasing function on [lo, hi]."""
+    for _ in range(steps):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if f(mid) < 0 else (lo, mid)
+    return (lo + hi) / 2
+
+
+def calibrate(batch_size: int, target=TARGET) -> dict:
+    """floor, m, s of the shifted, capped log-normal that hits the target mean, clip share, min."""
+    cap = target["max"]
+    z_clip = -_inverse_phi(target["clipped"])  # P(length >= cap) = clipped
+    z_min = _inverse_phi(1.0 / (batch_size + 1))  # where the smallest of batch_size draws sits
+
+    def solve_s(floor: float) -> float:
+        room = cap - floor
+
+        def mean_minus_target(s: float) -> float:
+            m = math.log(room) - z_clip * s
+            capped = math.exp(m + s * s / 2) * _phi((math.log(room) - m - s * s) / s) + room * (1 - _phi(z_clip))
+            return target["mean"] - (floor + capped)  # larger s -> smaller mean for a fixed clip share
+
+        return _bisect(mean_minus_target, 1e-3, 5.0)
+
+    def min_minus_target(floor: float) -> float:
+        s = solve_s(floor)
+        m = math.log(cap - floor) - z_clip * s
+        return floor + math.exp(m + z_min * s) - target["min"]
+
+    floor = _bisect(min_minus_target, 0.0, target["min"] - 1.0)
+    s = solve_s(floor)
+    return {"floor": floor, "m": math.log(cap - floor) - z_clip * s, "s": s, "cap": cap}
+
+
+def _inverse_phi(p: float) -> float:
+    return _bisect(lambda x: _phi(x) - p, -10.0, 10.0)
+
+
+def draw_lengths(rng, prompts: int, n: int, model: dict, rho: float) -> np.ndarray:
+    """Lengths in verl's interleaved order: row p * n + j is sample j of prompt p."""
+    difficulty = rng.standard_normal(prompts)[:, None]
+    noise = rng.standard_normal((prompts, n))
+    z = math.sqrt(rho) * difficulty + math.sqrt(1 - rho) * noise
+    lengths = model["floor"] + np.exp(model["m"] + model["s"] * z)
+    return np.minimum(np.rint(lengths), model["cap"]).reshape(-1)
+
+
+def imbalance(lengths: np.ndarray, order, workers: int) -> float:
+    per_worker = np.array([chunk.sum() for chunk in np.array_split(lengths[order], workers)])
+    return float(per_worker.max() / per_worker.mean())
+
+
+def run_shape(rng, prompts: int, n: int, workers: int, model: dict, rho: float, steps: int) -> dict:
+    uids = np.repeat(np.arange(prompts), n)  # the interleaved batch's uid column
+    stock_order = np.arange(prompts * n)
+    tiled_order = np.asarray(tiled_permutation(uids.tolist()))
+    stock, tiled, sums_max, sums_min, first = [], [], [], [], None
+    for _ in range(steps):
+        lengths = draw_lengths(rng, prompts, n, model, rho)
+        first = lengths if first is None else first
+        stock.append(imbalance(lengths, stock_order, workers))
+        tiled.append(imbalance(lengths, tiled_order, workers))
+        sums = (lengths.reshape(prompts, n) + SEED_PROMPT_SUMS["prompt_tokens"]).sum(axis=1)
+        sums_max.append(sums.max() / sums.mean())
+        sums_min.append(sums.min() / sums.mean())
+    stock, tiled = np.array(stock), np.array(tiled)
+    return {
+        "shape": f"{prompts} prompts x {n} samples, {workers} workers",
+        "stock_max_over_mean": float(stock.mean()),
+        "tiled_max_over_mean": float(tiled.mean()),
+        "stock_p95": float(np.percentile(stock, 95)),
+        "tiled_p95": float(np.percentile(tiled, 95)),
+        "tiled_over_stock": float((tiled / stock).mean()),
+        "prompt_sums": {"max_over_mean": float(np.mean(sums_max)), "min_over_mean": float(np.mean(sums_min))},
+        "step1_lengths": {
+            "mean": float(first.mean()), "max": float(first.max()), "min": float(first.min()),
+            "clipped": float((first >= model["cap"]).mean()),
+        },
+    }
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--steps", type=int, default=500, help="simulated training steps per shape (default 500)")
+    parser.add_argument("--rho", type=float, default=0.5,
+                        help="share of log-length variance shared by a prompt's samples, in [0, 1) (default 0.5)")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
+    args = parser.parse_args(argv)
+    if not 0.0 <= args.rho < 1.0:
+        parser.error(f"--rho {args.rho} is outside [0, 1); use e.g. --rho 0.5")
+    if args.steps < 1:
+        parser.error(f"--steps {args.steps} must be at least 1")
+
+    rng = np.random.default_rng(args.seed)
+    results, sweep = {}, {}
+    for name, (prompts, n, workers) in SHAPES.items():
+        model = calibrate(SEED_BATCH)
+        results[name] = {**run_shape(rng, prompts, n, workers, model, args.rho, args.steps), "model": model}
+        sweep[name] = {rho: run_shape(rng, prompts, n, workers, model, rho, max(args.steps // 5, 1)) for rho in SWEEP}
+    if args.json:
+        print(json.dumps({"rho": args.rho, "steps": args.steps, "target": TARGET, "results": results,
+                          "sweep": sweep}, indent=2))
+        return 0
+
+    print(f"response-length model: shifted log-normal, prompt share of variance rho={args.rho}, "
+          f"{args.steps} steps per shape; targets {TARGET}")
+    for name, r in results.items():
+        m, s1 = r["model"], r["step1_lengths"]
+        print(f"\n{name}: {r['shape']}")
+        print(f"  model: floor {m['floor']:.0f}, m {m['m']:.3f}, s {m['s']:.3f}, cap {m['cap']}; step 1 draws: "
+              f"mean {s1['mean']:.0f}, max {s1['max']:.0f}, min {s1['min']:.0f}, clipped {s1['clipped']:.1%}")
+        print(f"  max/mean tokens per worker  stock {r['stock_max_over_mean']:.3f} (p95 {r['stock_p95']:.3f})"
+              f"  tiled {r['tiled_max_over_mean']:.3f} (p95 {r['tiled_p95']:.3f})"
+              f"  tiled/stock {r['tiled_over_stock']:.3f}")
+        verdict = "meets" if r["tiled_max_over_mean"] <= 1.05 else "MISSES"
+        print(f"  target tiled <= 1.05: {verdict}")
+        print("  rho sweep (max/mean per worker):  " + "  ".join(
+            f"rho {rho}: stock {v['stock_max_over_mean']:.3f} tiled {v['tiled_max_over_mean']:.3f}"
+            for rho, v in sweep[name].items()))
+    seed, shape = SEED_PROMPT_SUMS, results["qwen3-235b"]["prompt_sums"]
+    print(f"\ncheck against seed 003 step 1 (global_seqlen: one prompt's 16 samples per part): per-prompt sums "
+          f"max/mean {seed['max_over_mean']:.3f}, min/mean {seed['min_over_mean']:.3f}; model at rho={args.rho}: "
+          f"{shape['max_over_mean']:.3f}, {shape['min_over_mean']:.3f}; at rho=0: "
+          f"{sweep['qwen3-235b'][0.0]['prompt_sums']['max_over_mean']:.3f}, "
+          f"{sweep['qwen3-235b'][0.0]['prompt_sums']['min_over_mean']:.3f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,61 @@
+"""Stand-in rollout generators for the rollout_order tests: they echo the prompt id, no model.
+
+A prompt row's ``input_ids`` start with ``10 * prompt_id`` (``make_batch``). Every generated row is
+``responses = [prompt_id, worker, position in that worker's slice]``, so a test can tell which
+worker produced a row and whether it came back next to its own prompt. The ``uid`` column is
+echoed too: verl's ``union`` then refuses a misaligned join.
+"""
+
+import numpy as np
+import torch
+from verl.protocol import DataProto
+from verl.single_controller.base import Worker
+from verl.single_controller.base.decorator import Dispatch, register
+
+PROMPT_LEN = 3
+
+
+def make_batch(prompts: int) -> DataProto:
+    """A trainer-side batch: prompt tokens, uid, ground truth and an extra field per prompt."""
+    ids = torch.arange(prompts).unsqueeze(1) * 10 + torch.arange(PROMPT_LEN)
+    return DataProto.from_single_dict(
+        {
+            "input_ids": ids,
+            "attention_mask": torch.ones_like(ids),
+            "uid": np.array([f"uid-{p}" for p in range(prompts)], dtype=object),
+            "reward_model": np.array([{"ground_truth": f"gt-{p}"} for p in range(prompts)], dtype=object),
+            "extra_info": np.array([{"index": p} for p in range(prompts)], dtype=object),
+        }
+    )
+
+
+def echo(prompts: DataProto, worker: int) -> DataProto:
+    ids = prompts.batch["input_ids"]
+    prompt_id = ids[:, 0] // 10
+    rows = torch.arange(len(prompts))
+    responses = torch.stack([prompt_id, torch.full_like(prompt_id, worker), rows], dim=1)
+    out = DataProto.from_single_dict(
+        {
+            "prompts": ids,
+            "responses": responses,
+            "input_ids": torch.cat([ids, responses], dim=1),
+            "attention_mask": torch.ones(len(prompts), ids.shape[1] + responses.shape[1], dtype=torch.long),
+            "uid": prompts.non_tensor_batch["uid"].copy(),
+        }
+    )
+    # what verl's agent-loop workers report per sample (superset of the keys 0.6 .. 0.9 read)
+    sample = {"generate_sequences": 0.001 * (worker + 1), "tool_calls": 0.0, "compute_score": 0.0, "num_preempted": 0}
+    out.meta_info["metrics"] = [dict(sample) for _ in range(len(prompts))]
+    return out
+
+
+class EchoRolloutWorker(Worker):
+    """Stands in for the spmd rollout worker: the worker group splits the batch by DP rank.
+
+    Its actors also serve as agent-loop workers (same ``generate_sequences(chunk)`` call), so the
+    tests start only two Ray worker processes.
+    """
+
+    @register(dispatch_mode=Dispatch.DP_COMPUTE_PROTO)
+    def generate_sequences(self, prompts: DataProto) -> DataProto:
+        return echo(prompts, self.rank)

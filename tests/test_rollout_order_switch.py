@@ -1,0 +1,67 @@
+"""VERL_ASCEND_ROLLOUT_ORDER: the decision per host and value; a fresh Ascend-host interpreter applies it."""
+
+import types
+
+import pytest
+
+from verl_ascend.patches import rollout_order
+
+from subproc import clean_env, last_json, run_python
+
+PROBE = """
+import json
+import verl.single_controller.ray.base as base
+from verl_ascend import registry
+row = registry.summarize("rollout_order")["targets"]
+wrapped = getattr(base.func_generator, "__verl_ascend_patch__", None) == "rollout_order"
+print(json.dumps({"rows": {r["target"]: [r["state"], r["detail"]] for r in row}, "wrapped": wrapped}))
+"""
+TARGET = "verl.single_controller.ray.base"
+
+
+def probe(**env):
+    return last_json(run_python(PROBE, env=clean_env(**env), timeout=600))
+
+
+def test_ascend_host_default_is_tiled():
+    on = probe(fake_npu=True)
+    assert on["rows"][TARGET][0] == "applied" and on["wrapped"]
+    assert "default on Ascend hosts" in on["rows"][TARGET][1]
+
+
+def target_module():
+    return types.SimpleNamespace(__name__=TARGET, func_generator=lambda *a, **k: None)
+
+
+@pytest.mark.verl_agnostic
+@pytest.mark.parametrize(
+    "value,ascend,applies",
+    [(None, False, False), (None, True, True), ("tiled", False, True), ("interleaved", True, False)],
+)
+def test_decision_per_host_and_value(monkeypatch, value, ascend, applies):
+    monkeypatch.delenv("VERL_ASCEND_ROLLOUT_ORDER", raising=False)
+    if value:
+        monkeypatch.setenv("VERL_ASCEND_ROLLOUT_ORDER", value)
+    monkeypatch.setattr(rollout_order.platform, "is_ascend_host", lambda: ascend)
+    reason = rollout_order.PATCH.applies(target_module())
+    assert (reason is None) == applies
+    if not applies and value is None:
+        assert "set VERL_ASCEND_ROLLOUT_ORDER=tiled" in reason  # off Ascend: says how to turn it on
+
+
+@pytest.mark.verl_agnostic
+def test_missing_dispatch_point_is_not_applicable(monkeypatch):
+    monkeypatch.setenv("VERL_ASCEND_ROLLOUT_ORDER", "tiled")
+    reason = rollout_order.PATCH.applies(types.SimpleNamespace(__name__=TARGET))
+    assert reason and "func_generator" in reason
+    reason = rollout_order.PATCH.applies(types.SimpleNamespace(__name__=rollout_order.AGENT_LOOP))
+    assert reason and "AgentLoopManager" in reason
+
+
+@pytest.mark.verl_agnostic
+def test_bad_value_is_an_error_naming_it_and_the_fix(monkeypatch):
+    # The registry records a raising probe as `failed`, logs it and lets the import go on.
+    monkeypatch.setenv("VERL_ASCEND_ROLLOUT_ORDER", "tiles")
+    with pytest.raises(ValueError) as err:
+        rollout_order.PATCH.applies(target_module())
+    assert "'tiles'" in str(err.value) and "VERL_ASCEND_ROLLOUT_ORDER=tiled" in str(err.value)

@@ -1,0 +1,292 @@
+"""Dispatch rollouts in tiled order and give verl its interleaved order back.
+
+Why: verl repeats each prompt n times side by side and splits the batch by position across rollout
+    workers, so all n samples of a prompt run on one worker. A prompt with long answers makes that
+    worker the straggler, which on A2 ends in rollout / HCCL timeouts (seed 003 §7.2, verl issue
+    4115). The field fix, ``interleave=False`` in the trainers' ``repeat`` calls, must be made in
+    two places per trainer; changing one pairs responses with the wrong ground truth, and DAPO's
+    positional ``batch[:traj_bsz]`` then cuts GRPO groups.
+How: at the two points where verl splits a generation batch across workers, the rows are put
+    into tiled order (sample 0 of every prompt, then sample 1, ...; ``verl_ascend.dispatch_order``)
+    and the generated output is put back into the input's order, so the trainer, reward, union,
+    DAPO truncation/filtering, balance_batch, advantage and PrefixGrouper see what they see today.
+    Rows belong to the same prompt when they share ``uid`` (else ``input_ids``, ``raw_prompt_ids``
+    or ``raw_prompt``). Points: ``AgentLoopManager.generate_sequences`` (``prompts.chunk(workers)``;
+    every async/agent-loop rollout, 0.6.1+) and the worker group's ``generate_sequences`` built by
+    ``verl.single_controller.ray.base.func_generator`` (spmd rollout, DP-rank chunking; 0.6.x sync
+    mode). Both sit below ``RayPPOTrainer.fit``, its validation and the DAPO recipe trainer. On
+    the manager the reorder goes around the undecorated body, beneath ``auto_await`` and 0.9's
+    ``SkipManager`` (rollout dump/replay), so those keep seeing verl's order.
+    Switch: ``VERL_ASCEND_ROLLOUT_ORDER=tiled|interleaved``; default tiled on Ascend hosts,
+    interleaved elsewhere. Not applicable to the 0.9.x ``trainer.use_v1`` TransferQueue path:
+    ``AgentLoopManagerTQ`` dispatches each prompt once and its worker spawns the n samples itself,
+    results are keyed by uid, so there is no positional sample order to change.
+Upstream: none yet (verl issue 4115 asks for balanced dispatch).
+Remove when: verl spreads a prompt's samples across rollout workers itself.
+"""
+
+import functools
+import inspect
+import logging
+import os
+
+from .. import dispatch_order, platform
+from ..registry import Patch
+from ._util import MARK, unwrap, wrap
+
+NAME = "rollout_order"
+AGENT_LOOP = "verl.experimental.agent_loop.agent_loop"
+WORKER_GROUP = "verl.single_controller.ray.base"
+# Not a target: importing it needs the TransferQueue package, and status would list it as an error.
+TQ_NOTE = ("trainer.use_v1 TransferQueue path not applicable: AgentLoopManagerTQ dispatches each prompt "
+           "once, its worker spawns the n samples itself, results are keyed by uid")
+GROUP_KEYS = ("uid", "input_ids", "raw_prompt_ids", "raw_prompt")
+logger = logging.getLogger("verl_ascend")
+_announced = set()
+
+
+# ---- DataProto level: the part the trainer never sees ------------------------------------------
+
+
+def _hashable(value):
+    try:
+        hash(value)
+        return value
+    except TypeError:
+        return repr(value)
+
+
+def group_keys(data):
+    """One key per row naming its prompt, and the column it came from; (None, None) if none."""
+    columns = data.non_tensor_batch
+    tensors = data.batch
+    for name in GROUP_KEYS:
+        if name in columns:
+            return [_hashable(v) for v in columns[name]], name
+        if tensors is not None and name in tensors.keys():
+            rows = tensors[name].detach().cpu().reshape(len(data), -1).numpy()
+            return [row.tobytes() for row in rows], name
+    return None, None
+
+
+def to_tiled(data):
+    """``(tiled, inverse)`` for a DataProto; ``(data, None)`` when the order would not change."""
+    if len(data) < 2:
+        return data, None
+    keys, source = group_keys(data)
+    if keys is None:
+        return data, None
+    perm = dispatch_order.tiled_permutation(keys)
+    if dispatch_order.is_identity(perm):
+        return data, None
+    import numpy as np
+
+    if NAME not in _announced:
+        _announced.add(NAME)
+        logger.info("rollout_order: dispatching %d rows in tiled order (prompts grouped by %s)", len(data), source)
+    return data.select_idxs(np.asarray(perm, dtype=np.int64)), np.asarray(dispatch_order.inverse(perm), dtype=np.int64)
+
+
+def restore(output, original, tiled, inv):
+    """Put the generated rows back into the input's order; mirror columns the callee added to its input."""
+    if inv is None:
+        return output
+    if len(output) != len(inv):
+        raise RuntimeError(
+            f"rollout_order: generation returned {len(output)} rows for {len(inv)} dispatched rows, so "
+            f"the tiled order cannot be undone; set {dispatch_order.ENV}=interleaved for this job"
+        )
+    # verl 0.9 writes a per-row `priority` column into its input; keep that visible to the caller.
+    for key, value in tiled.non_tensor_batch.items():
+        if key not in original.non_tensor_batch and len(value) == len(inv):
+            original.non_tensor_batch[key] = value[inv]
+    return output.select_idxs(inv)
+
+
+def _data_arg(args, kwargs, name="prompts"):
+    """Where the batch is in a call: ('args', 0) / ('kwargs', name) / None."""
+    if args:
+        return "args", 0
+    if name in kwargs:
+        return "kwargs", name
+    return None
+
+
+def _replace(args, kwargs, where, value):
+    if where[0] == "args":
+        return (value, *args[1:]), kwargs
+    return args, {**kwargs, where[1]: value}
+
+
+def _prepare(args, kwargs):
+    from verl.protocol import DataProto
+
+    where = _data_arg(args, kwargs)
+    data = None if where is None else (args[0] if where[0] == "args" else kwargs[where[1]])
+    if not isinstance(data, DataProto):  # a DataProtoFuture, a TensorDict: leave it alone
+        return args, kwargs, None
+    tiled, inv = to_tiled(data)
+    if inv is None:
+        return args, kwargs, None
+    args, kwargs = _replace(args, kwargs, where, tiled)
+    return args, kwargs, (data, tiled, inv)
+
+
+def _finish(output, state):
+    return output if state is None else restore(output, *state)
+
+
+# ---- AgentLoopManager.generate_sequences --------------------------------------------------------
+
+
+def reorder_around(func):
+    """``func(self, prompts, ...)`` that receives its batch tiled and returns rows in input order."""
+    if inspect.iscoroutinefunction(func):
+
+        async def generate_sequences(self, *args, **kwargs):
+            args, kwargs, state = _prepare(args, kwargs)
+            return _finish(await func(self, *args, **kwargs), state)
+
+    else:
+
+        def generate_sequences(self, *args, **kwargs):
+            args, kwargs, state = _prepare(args, kwargs)
+            return _finish(func(self, *args, **kwargs), state)
+
+    functools.update_wrapper(generate_sequences, func)
+    setattr(generate_sequences, MARK, NAME)
+    return generate_sequences
+
+
+def _innermost_cell(func):
+    """The closure cell through which verl's innermost decorator calls the undecorated function.
+
+    verl stacks ``auto_await`` (0.7+) and ``SkipManager.annotate`` (0.9, rollout dump/replay) on
+    ``AgentLoopManager.generate_sequences``; both keep the function they wrap in their closure and
+    set ``__wrapped__``. The reorder goes right around the undecorated body (the code that chunks
+    the batch), so those decorators, and whatever they record, keep seeing verl's own order.
+    """
+    outer = func
+    while True:
+        inner = getattr(outer, "__wrapped__", None)
+        if inner is None:
+            return None
+        if getattr(inner, "__wrapped__", None) is None:
+            for cell in getattr(outer, "__closure__", None) or ():
+                try:
+                    held = cell.cell_contents
+                except ValueError:  # an empty cell
+                    continue
+                # the body itself, or our reorder around it from an earlier apply
+                if held is inner or (getattr(held, MARK, None) == NAME and held.__wrapped__ is inner):
+                    return cell
+            return None
+        outer = inner
+
+
+_undo = []
+
+
+def _wrap_manager(manager) -> str:
+    original = manager.generate_sequences
+    cell = _innermost_cell(original)
+    if cell is None:  # undecorated (0.6.x): replace the method itself
+        wrap(manager, "generate_sequences", NAME, reorder_around)
+        return "AgentLoopManager.generate_sequences"
+    body = cell.cell_contents
+    if getattr(body, MARK, None) != NAME:
+        cell.cell_contents = reorder_around(body)
+        _undo.append(lambda: setattr(cell, "cell_contents", body))
+    return "AgentLoopManager.generate_sequences (inside verl's decorators)"
+
+
+def revert(agent_loop_module=None, worker_group_module=None) -> None:
+    """Undo the patch in this process (tests compare against stock this way)."""
+    while _undo:
+        _undo.pop()()
+    if agent_loop_module is not None:
+        unwrap(agent_loop_module.AgentLoopManager, "generate_sequences", NAME)
+    if worker_group_module is not None:
+        unwrap(worker_group_module, "func_generator", NAME)
+
+
+# ---- worker group dispatch (spmd rollout) -------------------------------------------------------
+
+
+def _is_generate(method_name) -> bool:
+    # Fused (colocated) worker groups bind `<role>_generate_sequences` and rebind it without prefix.
+    return isinstance(method_name, str) and (
+        method_name == "generate_sequences" or method_name.endswith("_generate_sequences")
+    )
+
+
+class _TiledCall:
+    """Callable standing in for verl's per-method Functor: tiled in, input order out."""
+
+    def __init__(self, functor):
+        self.functor = functor
+        self.__name__ = type(functor).__name__
+
+    def __call__(self, *args, **kwargs):
+        args, kwargs, state = _prepare(args, kwargs)
+        return _finish(self.functor(*args, **kwargs), state)
+
+
+def _wrap_func_generator(original):
+    params = ("self", "method_name", "dispatch_fn", "collect_fn", "execute_fn", "blocking")
+
+    def func_generator(*args, **kwargs):
+        functor = original(*args, **kwargs)
+        bound = dict(zip(params, args))
+        bound.update(kwargs)
+        # Non-blocking calls return futures: their rows cannot be put back, so they keep verl's order.
+        if _is_generate(bound.get("method_name")) and bound.get("blocking", True):
+            return _TiledCall(functor)
+        return functor
+
+    return func_generator
+
+
+# ---- the patch record ---------------------------------------------------------------------------
+
+
+def order_and_reason():
+    return dispatch_order.configured_order(os.environ, platform.is_ascend_host())
+
+
+def _applies(module):
+    order, reason = order_and_reason()  # a bad value raises: recorded as failed, with the fix
+    if order != dispatch_order.TILED:
+        return f"order {order}: {reason}"
+    if module.__name__ == AGENT_LOOP:
+        manager = getattr(module, "AgentLoopManager", None)
+        if manager is None or not callable(getattr(manager, "generate_sequences", None)):
+            return "no AgentLoopManager.generate_sequences in this verl"
+        return None
+    if not callable(getattr(module, "func_generator", None)):
+        return "no func_generator in verl.single_controller.ray.base"
+    return None
+
+
+def _has_tq_path() -> bool:
+    import importlib.util
+
+    try:
+        return importlib.util.find_spec("verl.trainer.ppo.v1") is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def _apply(module):
+    _, reason = order_and_reason()
+    if module.__name__ == AGENT_LOOP:
+        where = _wrap_manager(module.AgentLoopManager)
+        detail = f"{where} dispatches tiled ({reason})"
+        return f"{detail}; {TQ_NOTE}" if _has_tq_path() else detail
+    wrap(module, "func_generator", NAME, _wrap_func_generator)
+    return f"worker-group generate_sequences dispatches tiled ({reason})"
+
+
+PATCH = Patch(
+    name=NAME, targets=(AGENT_LOOP, WORKER_GROUP), applies=_applies, apply=_apply, doc=__doc__
+)
