@@ -23,7 +23,9 @@ step "3. gsm8k -> verl parquet from the sample shipped with verl-ascend (offline
 python scripts/gsm8k.py --sample --local_dir "$out/gsm8k"
 
 step "4. training-log analysis of a recorded A2 run (seed 003 step line + synthetic steps)"
-verl-ascend logs tests/fixtures/verl_steps.log --world-size 128 --csv "$out/steps.csv" --plot "$out/steps.png"
+# the fixture holds two deliberately malformed step lines: exit 1 (skipped lines) is expected here
+verl-ascend logs tests/fixtures/verl_steps.log --world-size 128 --csv "$out/steps.csv" --plot "$out/steps.png" \
+  || [ $? -eq 1 ]
 
 step "done: outputs in $out"
 ls -la "$out" "$out/gsm8k"
