@@ -6,6 +6,8 @@ from pathlib import Path
 
 from packaging.version import Version
 
+from subproc import last_json, run_python
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -32,16 +34,30 @@ def test_every_lower_bound_is_pinned_in_the_lowest_environment():
         assert pins.get(name) == version, f"{name}: pyproject says >={version}, lowest env pins {pins.get(name)}"
 
 
+INSTALLED = """
+import json, sys
+from importlib import metadata
+found = {}
+for name in sys.argv[1:]:
+    try:
+        found[name] = metadata.version(name)
+    except metadata.PackageNotFoundError:
+        pass
+print(json.dumps(found))
+"""
+
+
 def test_installed_versions_satisfy_the_bounds():
-    for name, version in lower_bounds().items():
-        if name == "hatchling":
-            continue
-        try:
-            installed = metadata.version(name)
-        except metadata.PackageNotFoundError:
+    # Asked in a fresh interpreter: once `ray` is imported it puts its vendored copies (psutil, ...)
+    # on sys.path, and metadata would report those instead of what the environment installed.
+    bounds = {name: version for name, version in lower_bounds().items() if name != "hatchling"}
+    installed_versions = last_json(run_python(INSTALLED, args=tuple(bounds)))
+    lowest_env = metadata.version("verl") == "0.6.1"
+    for name, version in bounds.items():
+        installed = installed_versions.get(name)
+        if installed is None:
             continue  # optional extra not installed in this environment
-        if metadata.version("verl") == "0.6.1":  # the lowest-versions environment
+        if lowest_env:
             assert installed == version, f"lowest environment runs {name} {installed}, not the bound {version}"
         else:
-
             assert Version(installed) >= Version(version), f"{name} {installed} < {version}"
