@@ -60,6 +60,9 @@ def run_plan(plan: list) -> list:
         if "plant" in entry:
             plant(*entry["plant"])
             continue
+        if "views" in entry:
+            results.append({"name": entry["name"], "rc": 0, "stderr": "", **views(entry["views"])})
+            continue
         err = io.StringIO()
         with contextlib.redirect_stderr(err):
             rc = main(entry["argv"])
@@ -95,6 +98,42 @@ def plant(ckpt_path: str, tensor: str) -> None:
     shutil.rmtree(ckpt_path)
     os.rename(altered, ckpt_path)
     runtime.destroy_model_parallel()
+
+
+def views(hf_path: str) -> dict:
+    """One rank's save state as Megatron builds it vs as writer.sharded_state_without_views gives it."""
+    import torch
+    from megatron.core.dist_checkpointing.dict_utils import nested_values
+    from megatron.core.dist_checkpointing.mapping import ShardedTensor, apply_factories
+
+    from verl_ascend.convert import hf_source, model, runtime, weights, writer
+
+    def shards(sharded):
+        return {(t.key, t.global_offset): t.data for t in nested_values(sharded) if isinstance(t, ShardedTensor)}
+
+    ckpt = hf_source.inspect(hf_path)
+    runtime.init_distributed("cpu", "gloo")
+    runtime.init_model_parallel(1, 1, 1)
+    bridge = model.make_bridge(ckpt, torch.float32)
+    gpt = model.build_empty_model(bridge)
+    weights.load_hf_into(gpt, bridge, ckpt, lambda items: items)
+    stock = gpt.sharded_state_dict()
+    apply_factories(stock)
+    stock = shards(stock)
+    stock_views = {k for k, t in stock.items() if writer._is_view(t)}
+    expected = {k: t.clone() for k, t in stock.items()}
+    param_bytes = sum(p.numel() * p.element_size() for p in gpt.parameters())
+    after = shards(writer.sharded_state_without_views(gpt))
+    runtime.destroy_model_parallel()
+    return {
+        "stock_views": sorted(f"{k[0]}@{k[1]}" for k in stock_views),
+        "views_after": sorted(f"{k[0]}@{k[1]}" for k, t in after.items() if writer._is_view(t)),
+        "differ": sorted(f"{k[0]}@{k[1]}" for k in expected if not torch.equal(expected[k], after[k])),
+        "emptied_params": sum(1 for p in gpt.parameters() if p.numel() == 0),
+        "param_bytes_before": param_bytes,
+        "param_bytes_after": sum(p.numel() * p.element_size() for p in gpt.parameters()),
+        "view_bytes": sum(stock[k].numel() * stock[k].element_size() for k in stock_views),
+    }
 
 
 if __name__ == "__main__":

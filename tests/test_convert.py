@@ -83,6 +83,7 @@ def ws1(work):
                        "--overwrite"]),
         ("dense keys", {"keys": out["qwen3"]}),
         ("moe keys", {"keys": out["qwen3_moe"]}),
+        ("dense views", {"views": hf["qwen3"]}),
     ]
     results = _by_name(_driver("run", _plan(root, plan, models=True)))
     return out, results
@@ -136,6 +137,19 @@ def test_checkpoint_keys_match_the_transformer_engine_layout(ws1):
     assert "decoder.layers.pre_mlp_layernorm.weight" in moe
     assert "decoder.layers.mlp.linear_fc1.layer_norm_weight" not in moe
     assert any(k.startswith("decoder.layers.mlp.experts.") for k in moe), sorted(moe)
+
+
+def test_save_gets_no_views_so_megatron_does_not_clone_them_all_at_once(ws1):
+    """Megatron's writer clones every view before writing; the SwiGLU fc1 halves are views. The
+    writer hands it owned copies instead, freeing each split parameter, with every value kept."""
+    _, results = ws1
+    r = _ok(results["dense views"])
+    fc1 = [k for k in r["stock_views"] if "linear_fc1.weight" in k]
+    assert len(fc1) == 2 * 4, r["stock_views"]  # gate and up halves of 4 layers: the condition exists
+    assert r["views_after"] == [] and r["differ"] == []
+    assert r["emptied_params"] == 4  # one fc1 weight per layer
+    # what the writer will clone is gone from the parameters: the views' bytes are held once
+    assert r["param_bytes_before"] - r["param_bytes_after"] == r["view_bytes"]
 
 
 def test_existing_output_is_refused_unless_overwrite(ws1):

@@ -92,7 +92,8 @@ def convert(ckpt: HFCheckpoint, output_path: str, layout: Layout, dtype, device:
             raise ConvertError(f"{len(unused)} HF tensor(s) were not converted, e.g. {unused[:3]}. "
                                "The model variant differs from what mbridge maps; nothing was written.")
         with runtime.cpu_cuda_calls(device):
-            dist_checkpointing.save(model.sharded_state_dict(), tmp, async_sharded_save=False)
+            dist_checkpointing.save(sharded_state_without_views(model), tmp, async_sharded_save=False)
+        del model  # its host copies are now owned by the saved state alone
         info = {"hf_model_path": os.path.abspath(ckpt.path), "model_type": ckpt.model_type,
                 "dtype": str(dtype).replace("torch.", ""), "tp": layout.tp, "pp": layout.pp, "ep": layout.ep,
                 "world_size": layout.world, "tensors": len(ckpt.weight_map)}
@@ -108,6 +109,43 @@ def convert(ckpt: HFCheckpoint, output_path: str, layout: Layout, dtype, device:
         if tmp and rank == 0:
             shutil.rmtree(tmp, ignore_errors=True)
         runtime.destroy_model_parallel()
+
+
+def sharded_state_without_views(model) -> dict:
+    """``model.sharded_state_dict()`` with its factories applied and every view of a host
+    parameter turned into its own tensor, the parameter freed as soon as its parts are copied.
+
+    Why: Megatron's file writer clones every view it is given, all of them before the first byte is
+    written (``_clone_if_needed`` in filesystem_async.py). Dense SwiGLU layers save fc1 as two views
+    (gate and up halves), about a third of a Qwen model: the writer's clones held that third twice.
+    Copying here, one parameter at a time, keeps the extra at one parameter. The model must not be
+    used afterwards (its split parameters are emptied).
+    """
+    import torch
+    from megatron.core.dist_checkpointing.dict_utils import nested_values
+    from megatron.core.dist_checkpointing.mapping import ShardedTensor, apply_factories
+
+    sharded = model.sharded_state_dict()
+    apply_factories(sharded)  # what dist_checkpointing.save does first; a no-op when repeated
+    by_storage = {}
+    for item in nested_values(sharded):
+        data = getattr(item, "data", None) if isinstance(item, ShardedTensor) else None
+        if isinstance(data, torch.Tensor) and data.device.type == "cpu" and data.numel():
+            by_storage.setdefault(data.untyped_storage().data_ptr(), []).append(item)
+    owners = {p.untyped_storage().data_ptr(): p for p in model.parameters() if p.device.type == "cpu"}
+    for ptr, items in by_storage.items():
+        if not all(_is_view(item.data) for item in items):
+            continue  # some shard saves the storage whole: nothing to gain, keep it as it is
+        for item in items:
+            item.data = item.data.clone(memory_format=torch.contiguous_format)
+        owner = owners.get(ptr)
+        if owner is not None:
+            owner.data = torch.empty(0, dtype=owner.dtype)
+    return sharded
+
+
+def _is_view(tensor) -> bool:
+    return tensor.untyped_storage().nbytes() != tensor.numel() * tensor.element_size()
 
 
 def _move_into_place(tmp: str, output_path: str) -> None:
