@@ -14,6 +14,7 @@ ROOT = Path(__file__).resolve().parents[1]
 FAKES = ROOT / "tests" / "fakes"
 FAKE_SITE = FAKES / "site"
 FAKE_BIN = FAKES / "bin"
+SUBPROC_SITE = ROOT / "tests" / "subproc_site"  # helpers for the fresh interpreters' scripts (not doubles)
 _SCRUB_PREFIXES = ("VERL_ASCEND", "VERL_PLATFORM", "FAKE_")
 
 

@@ -10,11 +10,12 @@ After the patched run, the same process puts verl's own method back to show the 
 """
 
 import importlib.util
+import os
 from pathlib import Path
 
 import pytest
 
-from subproc import clean_env, last_json, run_python
+from subproc import SUBPROC_SITE, clean_env, last_json, run_python
 
 OPTIONS = {
     "use_flash_attn": True,  # seed 003's Qwen3-235B recipe
@@ -33,7 +34,7 @@ def _verl_has(relative: str) -> bool:
 
 
 PRELUDE = r"""
-import json, os, socket, sys, tempfile, types
+import json, sys
 OPTIONS = json.loads(sys.argv[1])
 import torch
 import verl
@@ -41,16 +42,8 @@ import verl.utils.megatron_utils  # imports megatron.core at its top
 import mindspeed.megatron_adaptor as adaptor
 from verl_ascend import registry
 from verl_ascend.patches import _util
-from transformers import Qwen2Config
-HF = Qwen2Config(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
-                 num_key_value_heads=2, vocab_size=256, max_position_embeddings=128,
-                 architectures=["Qwen2ForCausalLM"])
-
-def init_distributed():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0)); port = s.getsockname()[1]
-    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK="0", WORLD_SIZE="1", LOCAL_RANK="0")
-    torch.distributed.init_process_group("gloo", rank=0, world_size=1)
+from verl_cpu_workers import engine_with_tf_config, init_distributed, legacy_worker, saved_model_dir, tiny_qwen2
+HF = tiny_qwen2()
 
 def report(tf_config, **more):
     rows = {r["target"]: r["state"] for r in registry.summarize("mindspeed")["targets"]}
@@ -68,18 +61,9 @@ def stock(call):
 """
 
 ENGINE = PRELUDE + r"""
-from verl.workers.engine import MindspeedEngineWithLMHead
 from verl.workers.engine.megatron import transformer_impl
-from verl.workers.config import McoreEngineConfig
 init_distributed()
-config = McoreEngineConfig(use_mbridge=True, vanilla_mbridge=True, override_transformer_config=dict(OPTIONS))
-engine = MindspeedEngineWithLMHead.__new__(MindspeedEngineWithLMHead)  # __init__ minus optimiser/model
-engine.engine_config = config
-engine.model_config = types.SimpleNamespace(hf_config=HF, model_type="language_model", local_path="",
-    share_embeddings_and_output_weights=False, mtp=types.SimpleNamespace(enable=False), trust_remote_code=False)
-engine.enable_routing_replay, engine._qat_enabled = False, False
-engine._init_device_mesh()  # verl: repatch(override_transformer_config), then the parallel groups
-engine._build_tf_config()
+engine, config = engine_with_tf_config(HF, OPTIONS)  # verl: repatch(override_transformer_config), then groups
 out = report(engine.tf_config, options_after=sorted(config.override_transformer_config))
 _util.unwrap(transformer_impl.MegatronEngine, "_build_tf_config", "mindspeed")
 out["stock"] = stock(engine._build_tf_config)
@@ -87,31 +71,20 @@ print(json.dumps(out, default=str))
 """
 
 LEGACY = PRELUDE + r"""
-from omegaconf import OmegaConf
 from verl.workers import megatron_workers as workers
 from megatron.core import parallel_state
 init_distributed()
 parallel_state.initialize_model_parallel()  # what the workers' __init__ does
-model_dir = tempfile.mkdtemp()
-HF.save_pretrained(model_dir)
-tokenizer = types.SimpleNamespace(bos_token_id=1, eos_token_id=2, pad_token_id=0)
-
-def build(cls, options):
-    worker = cls.__new__(cls)  # __init__ minus torch.distributed and Ray
-    worker.config, worker._rank = OpenConf, 0
-    worker._init_hf_config_and_tf_config(model_dir, tokenizer, torch.bfloat16, {}, dict(options), False, True)
-    return worker
-
-OpenConf = OmegaConf.create({"model": {}})
-critic = build(workers.CriticWorker, OPTIONS)  # verl 0.6 never calls repatch for the critic
+model_dir = saved_model_dir(HF)
+critic = legacy_worker(workers.CriticWorker, model_dir, OPTIONS)  # verl 0.6 never calls repatch for the critic
 after_critic = len([e for e in adaptor.events if e["event"] == "repatch"])
 # ActorRolloutRefWorker.__init__ calls the module's repatch with the actor's options itself.
 actor_options = dict(OPTIONS, use_fused_rotary_pos_emb=True)
 workers.repatch(dict(actor_options))
-actor = build(workers.ActorRolloutRefWorker, actor_options)
+actor = legacy_worker(workers.ActorRolloutRefWorker, model_dir, actor_options)
 out = report(critic.tf_config, repatch_after_critic=after_critic, actor_tf_has_rope=hasattr(actor.tf_config, "use_fused_rotary_pos_emb"))
 _util.unwrap(workers.MegatronWorker, "_init_hf_config_and_tf_config", "mindspeed")
-out["stock"] = stock(lambda: build(workers.CriticWorker, OPTIONS))
+out["stock"] = stock(lambda: legacy_worker(workers.CriticWorker, model_dir, OPTIONS))
 print(json.dumps(out, default=str))
 """
 
@@ -119,7 +92,9 @@ print(json.dumps(out, default=str))
 def run(script):
     import json
 
-    proc = run_python(script, env=clean_env(fake_npu=True), timeout=300, args=(json.dumps(OPTIONS),))
+    env = clean_env(fake_npu=True)
+    env["PYTHONPATH"] += os.pathsep + str(SUBPROC_SITE)
+    proc = run_python(script, env=env, timeout=300, args=(json.dumps(OPTIONS),))
     return last_json(proc)
 
 

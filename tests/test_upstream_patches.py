@@ -2,11 +2,12 @@
 the diff applied behaves like the runtime patch with the plugin switched off (VERL_ASCEND=0)."""
 
 import json
+import os
 import shutil
 import subprocess
 
 import pytest
-from subproc import FAKE_SITE, clean_env, last_json, run_python
+from subproc import FAKE_SITE, SUBPROC_SITE, clean_env, last_json, run_python
 from upstream_trees import apply, copy_tree, installed_version, verl_tree
 
 from verl_ascend.upstream import APPLIES, dry_run, load_diffs
@@ -174,50 +175,26 @@ MINDSPEED_OPTIONS = {"use_flash_attn": True, "use_fused_rmsnorm": True, "use_fus
                      "recompute_granularity": "full", "recompute_method": "uniform", "recompute_num_layers": 1}
 MINDSPEED_KEYS = {"use_flash_attn", "use_fused_rmsnorm", "use_fused_swiglu"}
 MINDSPEED_PROBE = """
-import importlib.util, socket, tempfile, types
-import torch
+import importlib.util
 import mindspeed.megatron_adaptor as adaptor
-from transformers import Qwen2Config
+from verl_cpu_workers import engine_with_tf_config, init_distributed, legacy_worker, saved_model_dir, tiny_qwen2
 OPTIONS = %r
-HF = Qwen2Config(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
-                 num_key_value_heads=2, vocab_size=256, max_position_embeddings=128, architectures=["Qwen2ForCausalLM"])
-with socket.socket() as sock:
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK="0", WORLD_SIZE="1", LOCAL_RANK="0")
-torch.distributed.init_process_group("gloo", rank=0, world_size=1)
+HF = tiny_qwen2()
+init_distributed()
 ms = {}
 if importlib.util.find_spec("verl.workers.megatron_workers") is not None:
-    from omegaconf import OmegaConf
     from megatron.core import parallel_state
     from verl.workers import megatron_workers as workers
     parallel_state.initialize_model_parallel()
-    model_dir = tempfile.mkdtemp()
-    HF.save_pretrained(model_dir)
-    tokenizer = types.SimpleNamespace(bos_token_id=1, eos_token_id=2, pad_token_id=0)
-
-    def build(cls, options):
-        worker = cls.__new__(cls)  # __init__ minus torch.distributed and Ray
-        worker.config, worker._rank = OmegaConf.create({"model": {}}), 0
-        worker._init_hf_config_and_tf_config(model_dir, tokenizer, torch.bfloat16, {}, dict(options), False, True)
-        return worker.tf_config
-
-    tf = build(workers.CriticWorker, OPTIONS)
+    model_dir = saved_model_dir(HF)
+    tf = legacy_worker(workers.CriticWorker, model_dir, OPTIONS).tf_config
     ms["repatch_after_critic"] = sum(e["event"] == "repatch" for e in adaptor.events)
     actor_options = dict(OPTIONS, use_fused_rotary_pos_emb=True)
     workers._mindspeed_repatch(actor_options)  # what the patched ActorRolloutRefWorker.__init__ calls
-    ms["actor_has_rope"] = hasattr(build(workers.ActorRolloutRefWorker, actor_options), "use_fused_rotary_pos_emb")
+    actor = legacy_worker(workers.ActorRolloutRefWorker, model_dir, actor_options)
+    ms["actor_has_rope"] = hasattr(actor.tf_config, "use_fused_rotary_pos_emb")
 else:
-    from verl.workers.engine import MindspeedEngineWithLMHead
-    from verl.workers.config import McoreEngineConfig
-    config = McoreEngineConfig(use_mbridge=True, vanilla_mbridge=True, override_transformer_config=dict(OPTIONS))
-    engine = MindspeedEngineWithLMHead.__new__(MindspeedEngineWithLMHead)  # __init__ minus optimiser/model
-    engine.engine_config = config
-    engine.model_config = types.SimpleNamespace(hf_config=HF, model_type="language_model", local_path="",
-        share_embeddings_and_output_weights=False, mtp=types.SimpleNamespace(enable=False), trust_remote_code=False)
-    engine.enable_routing_replay, engine._qat_enabled = False, False
-    engine._init_device_mesh()  # verl: repatch(override_transformer_config), then the parallel groups
-    engine._build_tf_config()
+    engine, config = engine_with_tf_config(HF, OPTIONS)
     tf = engine.tf_config
     ms["options_after"] = sorted(config.override_transformer_config)
 ms.update(repatch=[e["options"] for e in adaptor.events if e["event"] == "repatch"], tf_type=type(tf).__name__,
@@ -249,7 +226,7 @@ def patched_tree(tmp_path_factory):
 
 def _patched_env(root, fake_npu=True, **extra):
     env = clean_env(fake_npu=fake_npu, VERL_ASCEND="0", **extra)
-    env["PYTHONPATH"] = f"{root}:{FAKE_SITE}" if fake_npu else str(root)
+    env["PYTHONPATH"] = os.pathsep.join([str(root), *([str(FAKE_SITE)] if fake_npu else []), str(SUBPROC_SITE)])
     return env
 
 
