@@ -71,6 +71,8 @@ def test_unsupported_version_tree_warns_and_tries_every_diff():
     for diff in VERL_DIFFS:
         assert f"{diff.fix} ({diff.version})" in proc.stdout
     assert "files not in this tree: verl/plugin/platform" in proc.stdout  # the 0.9 layout does not exist yet
+    # a file a diff creates (rollout_order adds verl/utils/rollout_order.py) is never "missing"
+    assert "rollout_order.py" not in proc.stdout
 
 
 @pytest.mark.verl_agnostic
@@ -94,6 +96,8 @@ def test_bad_source_is_exit_2_with_the_fix(tmp_path):
 
 
 def test_installed_tree_text_report():
+    if installed_version() not in {d.version for d in VERL_DIFFS}:
+        pytest.skip(f"no diffs for the installed verl {installed_version()} (made for the CI versions)")
     proc = run_cli("patches", "check", "--project", "verl", timeout=120)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert f"verl {installed_version()} at " in proc.stdout

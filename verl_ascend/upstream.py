@@ -54,8 +54,10 @@ class Diff:
     def subject(self) -> str:
         return self.header.get("Subject", [""])[0]
 
-    def files(self) -> list:
-        return re.findall(r"^\+\+\+ b/(\S+)", self.path.read_text(), flags=re.M)
+    def edited_files(self) -> list:
+        """Files the diff changes (not the ones it creates): a tree without them has another layout."""
+        pairs = re.findall(r"^--- (\S+).*\n\+\+\+ b/(\S+)", self.path.read_text(), flags=re.M)
+        return [new for old, new in pairs if old != "/dev/null"]
 
 
 def patches_dir() -> Path:
@@ -194,7 +196,7 @@ def check_diff(diff: Diff, root: Path) -> dict:
         rel, text = _marker(spec)
         if _contains(root, rel, text):
             return {"state": OBSOLETE, "detail": f"upstream has its own fix: {rel} contains {text!r}"}
-    missing = [f for f in diff.files() if not (root / f).is_file()]
+    missing = [f for f in diff.edited_files() if not (root / f).is_file()]
     if missing:  # another layout (an older or newer version), not an upstream fix
         return {"state": CONFLICT, "detail": f"files not in this tree: {', '.join(missing)}"}
     for spec in diff.header.get("Obsolete-if-missing", []):
