@@ -59,9 +59,17 @@ def saved_model_dir(hf_config) -> str:
 def legacy_worker(cls, model_dir, options):
     """verl <= 0.7: a Megatron worker (``__init__`` minus torch.distributed and Ray) through
     ``_init_hf_config_and_tf_config``."""
+    import inspect
+
     from omegaconf import OmegaConf
 
     worker = cls.__new__(cls)
     worker.config, worker._rank = OmegaConf.create({"model": {}}), 0
-    worker._init_hf_config_and_tf_config(model_dir, TOKENIZER, torch.bfloat16, {}, dict(options), False, True)
+    params = inspect.signature(cls._init_hf_config_and_tf_config).parameters
+    if "megatron_config" in params:  # verl 0.7: the mbridge switches come in the actor's megatron config
+        bridge = {"megatron_config": OmegaConf.create({"use_mbridge": True, "vanilla_mbridge": True})}
+    else:  # verl 0.6
+        bridge = {"use_mbridge": True}
+    worker._init_hf_config_and_tf_config(model_dir, TOKENIZER, torch.bfloat16, {}, dict(options),
+                                         trust_remote_code=False, **bridge)
     return worker
