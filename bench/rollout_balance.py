@@ -180,8 +180,7 @@ def main(argv=None) -> int:
         print(f"  target tiled <= {GOAL}: {verdict}")
         if r["samples_per_worker_per_prompt"]:
             print(f"  every worker holds {r['samples_per_worker_per_prompt']} sample(s) of every prompt: "
-                  "tiled is the floor for any "
-                  "order chosen before generation")
+                  "tiled is the floor for any order chosen before generation")
         need = r["rho_needed"]
         if need["rho"] is None:
             print(f"  no rho up to {RHO_GRID[-1]} brings tiled to {GOAL}")
