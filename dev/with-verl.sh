@@ -26,6 +26,15 @@ export PIP_DISABLE_PIP_VERSION_CHECK=1
 quiet_pip() {  # pip, minus this machine's noise about absent local index folders
   "$@" 2> >(grep -v "^WARNING: Location 'file:" >&2)
 }
+# `verl-ascend check` runs recipes only inside bubblewrap (+ util-linux unshare): the tests need it.
+if ! command -v bwrap >/dev/null; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    echo "== installing bubblewrap (needed by verl-ascend check's sandbox)"
+    apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap >/dev/null
+  else
+    echo "bubblewrap (bwrap) is not installed: apt install bubblewrap / yum install bubblewrap" >&2; exit 2
+  fi
+fi
 status=0
 index=0
 for v in "${versions[@]}"; do

@@ -11,7 +11,7 @@ print(json.dumps({"info": _bootstrap.activation_info(), "patches": registry.snap
 """
 
 
-def test_import_verl_activates_plugin_and_logs_what_it_patched():
+def test_import_verl_activates_plugin_and_logs_what_it_patched_at_debug():
     proc = run_python(STATUS_AFTER_IMPORT)
     out = last_json(proc)
     assert out["info"]["active"] is True
@@ -19,7 +19,9 @@ def test_import_verl_activates_plugin_and_logs_what_it_patched():
     states = {p["name"]: p["state"] for p in out["patches"]}
     # verl imports ray (verl.protocol), so the runtime_env forwarding is in place after `import verl`.
     assert states["ray_runtime_env"] == "applied"
-    assert "verl-ascend: patched ray_runtime_env" in proc.stderr
+    assert "verl-ascend" not in proc.stderr  # quiet by default: patch lines are DEBUG
+    debug = run_python(STATUS_AFTER_IMPORT, env=clean_env(VERL_ASCEND_LOG_LEVEL="debug"))
+    assert "DEBUG verl-ascend: patched ray_runtime_env" in debug.stderr
 
 
 def test_verl_ascend_0_turns_everything_off():

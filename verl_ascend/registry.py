@@ -64,14 +64,32 @@ def disabled_names(environ=os.environ) -> set:
     return {item.strip().lstrip("-") for item in raw.split(",") if item.strip()}
 
 
+_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+
+
 def _set_logging() -> None:
     if logger.handlers:
         return
     handler = logging.StreamHandler()
     handler.setFormatter(logging.Formatter("%(levelname)s verl-ascend: %(message)s"))
     logger.addHandler(handler)
-    logger.setLevel(os.environ.get("VERL_ASCEND_LOG_LEVEL", "INFO").upper())
     logger.propagate = False
+    raw = os.environ.get("VERL_ASCEND_LOG_LEVEL", "INFO")
+    level = raw.strip().upper()
+    if level not in _LEVELS:
+        logger.setLevel("INFO")
+        logger.warning("VERL_ASCEND_LOG_LEVEL=%r is not a logging level; using INFO (valid: %s)", raw,
+                       ", ".join(_LEVELS))
+        return
+    logger.setLevel(level)
+
+
+def _warn_unknown(off: set) -> None:
+    """One warning for names in VERL_ASCEND_PATCHES that no patch has (a typo switches nothing off)."""
+    unknown = sorted(off - set(_patches))
+    if unknown:
+        logger.warning("VERL_ASCEND_PATCHES names no patch called %s (ignored); the patches are: %s",
+                       ", ".join(unknown), ", ".join(sorted(_patches)))
 
 
 def install(patches) -> None:
@@ -88,6 +106,7 @@ def install(patches) -> None:
             continue
         for target in patch.targets:
             hooks.when_imported(target, _applier(patch, target))
+    _warn_unknown(off)
 
 
 def _applier(patch: Patch, target: str):
@@ -113,7 +132,7 @@ def apply_to(patch: Patch, target: str, module) -> Outcome:
         else:
             detail = patch.apply(module) or ""
             outcome = Outcome(APPLIED, target, str(detail))
-            logger.info("patched %s (%s)%s", patch.name, target, f": {detail}" if detail else "")
+            logger.debug("patched %s (%s)%s", patch.name, target, f": {detail}" if detail else "")
     except Exception as exc:
         outcome = Outcome(FAILED, target, f"{type(exc).__name__}: {exc}")
         logger.warning(

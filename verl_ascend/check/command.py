@@ -4,11 +4,15 @@ import json
 import os
 import sys
 
-_HELP = """Run RECIPE.sh under bash with python/ray replaced by recorders (nothing is trained), compose
-the trainer call's Hydra overrides with the installed verl's config, run verl's own validation, then
-the Ascend A2 preflight rules (parallel sizes vs world size, batch divisibility, lengths, pipeline
-layer split, heads/experts vs TP/EP, HBM per 64 GB 910B card, known-bad combinations).
-Exit 0 = clean, 1 = warnings only, 2 = errors."""
+_HELP = """Run RECIPE.sh under bash inside a sandbox (bubblewrap + user namespaces: no host process
+visible, host files read-only, private /tmp and $HOME, no network) with python/ray replaced by
+recorders and commands with side effects (pkill, kill, rm, pip, curl, ray stop, sleep, ulimit, ...)
+skipped and listed, so nothing is trained and nothing on this machine changes. Then compose the
+trainer call's Hydra overrides with the installed verl's config, run verl's own validation (offline),
+then the Ascend A2 preflight rules (parallel sizes vs world size, batch divisibility, lengths,
+pipeline layer split, heads/experts vs TP/EP, HBM per 64 GB 910B card, known-bad combinations).
+The script runs from the current directory, as `bash RECIPE.sh` would.
+Exit 0 = clean, 1 = warnings only, 2 = errors, or no sandbox on this host (the recipe is not run)."""
 
 
 def register(sub) -> None:
@@ -41,7 +45,7 @@ def main(args) -> int:
 
     try:
         report = run_check(args.recipe, args.sets, args.verl_src)
-    except RuntimeError as exc:  # e.g. verl not installed
+    except RuntimeError as exc:  # verl not installed; no sandbox on this host (sandbox.Unavailable)
         print(f"verl-ascend check: {exc}", file=sys.stderr)
         return 2
     print(json.dumps(report) if args.json else text(report))

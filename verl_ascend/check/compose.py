@@ -35,11 +35,33 @@ _DAPO_REWARD = {
 }
 
 
-# Keys that older recipes pass and newer verl dropped: the generic "+key" advice would be wrong.
+# Keys that recipes written for other verl versions pass: the generic "+key" advice would be wrong.
+# What the installed verl has is read from it; only the advice is kept here.
 _REMOVED = {
-    "grad_offload": "verl >= 0.8 has no megatron.grad_offload: gradients are offloaded with param_offload; "
-                    "remove the override",
+    "grad_offload": "remove the override: the installed verl {version} has no megatron.grad_offload (the recipe "
+                    "was written for a verl that had it); keep megatron.param_offload / optimizer_offload",
 }
+
+
+def _installed_verl_version() -> str:
+    import importlib.metadata
+
+    try:
+        return importlib.metadata.version("verl")
+    except importlib.metadata.PackageNotFoundError:
+        return "?"
+
+
+def _group_options(text: str):
+    """("data", "no_such", ["legacy_data"]) from Hydra's missing-group-option message, else None."""
+    import re
+
+    missing = re.search(r"Could not find '([^']+)/([^'/]+)'", text)
+    listed = re.search(r"Available options in '([^']+)':\n((?:\t[^\n]*\n?)*)", text)
+    if not missing or not listed:
+        return None
+    options = [line.strip() for line in listed.group(2).splitlines() if line.strip()]
+    return missing.group(1), missing.group(2), options
 
 
 @dataclasses.dataclass
@@ -90,6 +112,14 @@ def _compose_error(exc: Exception, source: str) -> Finding:
     from hydra.errors import HydraException
 
     text = str(exc).strip() or type(exc).__name__
+    group = _group_options(text)
+    if group is not None:
+        name, value, options = group
+        return Finding("compose", ERROR, (name.replace("/", "."),),
+                       f"composing {source} failed: config group '{name}' has no option '{value}' (options in the "
+                       f"installed verl: {', '.join(options) or 'none'})",
+                       f"write {name.replace('/', '.')}=<one of: {', '.join(options)}> (a config group takes an "
+                       "option name, not +key=value), or drop the override if the recipe targets another verl")
     cause = exc.__cause__ or exc.__context__
     if cause is not None and str(cause).strip() and str(cause).strip() not in text:
         text += f" ({str(cause).strip().splitlines()[0]})"
@@ -104,7 +134,7 @@ def _compose_error(exc: Exception, source: str) -> Finding:
         fix = "the key already exists in verl's config: drop the '+' (or use '++' to work with any verl version)"
     for key in keys:
         if key.rsplit(".", 1)[-1] in _REMOVED:
-            fix = _REMOVED[key.rsplit(".", 1)[-1]]
+            fix = _REMOVED[key.rsplit(".", 1)[-1]].format(version=_installed_verl_version())
     if not isinstance(exc, HydraException):
         text = f"{type(exc).__name__}: {text}"
     return Finding("compose", ERROR, keys, f"composing {source} failed: {text.splitlines()[0]}"

@@ -1,11 +1,19 @@
-"""Find the trainer launch in a recipe script without running the trainer.
+"""Find the trainer launch in a recipe script without running the trainer, or anything else of it.
 
 The script runs under bash, as the user would run it, so its own variables, ``${VAR:-default}``
-env defaults, arithmetic, arrays and sourced files resolve exactly as on the cluster. Before it
-runs, ``python``/``python3`` (and ``ray``, for ``ray job submit -- python3 ...``) are put first on
-PATH as small recorders: each call writes its argv, working directory and environment to a capture
-directory and exits 0, so no Python program of the script is executed. The script runs in an empty
-temporary working directory, with stdin closed and a timeout.
+env defaults, arithmetic, arrays, heredocs and sourced files resolve exactly as on the cluster —
+but inside the sandbox of :mod:`.sandbox` (no host process visible, host files read-only, private
+``/tmp`` and ``$HOME``, no network), from the caller's working directory, with stdin closed and a
+timeout. On top of that:
+
+- ``python``/``python3``/``torchrun`` are recorders: each call writes its argv, working directory
+  and environment to a capture directory and exits 0, so no Python program of the script runs;
+  ``ray job submit ... -- python3 -m ...`` runs what follows ``--`` (a recorder again).
+- Commands with side effects outside the script (``pkill``, ``kill``, ``rm``, ``pip``, ``curl``,
+  ``ray stop``, ``ulimit``, ``sleep``, ...) are skipped: recorded and answered with exit 0, both as
+  bash functions (which also shadow the ``kill``/``ulimit`` builtins) and as commands on PATH. The
+  report lists them. The sandbox is what makes this safe; the skip list only keeps the report
+  honest and the script fast (``sleep 600``, host limits that are not the recipe's error).
 """
 
 import dataclasses
@@ -14,24 +22,41 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from .findings import ERROR, Finding
+from . import sandbox
+from .findings import ERROR, INFO, WARNING, Finding
 
 # Recorder for python/python3/torchrun: argv NUL-separated, then cwd and environment.
 _RECORDER = r"""#!/usr/bin/env bash
-n=$(ls "$VA_CHECK_CAPTURE" | wc -l)
-out="$VA_CHECK_CAPTURE/call-$(printf %04d "$n")"
+out="$VA_CHECK_CAPTURE/$(date +%s%N)-$$-call"
 { printf '%s\0' "$(basename "$0")" "$@"; } > "$out.argv"
 pwd > "$out.cwd"
 env -0 > "$out.env"
 exit 0
 """
-# `ray job submit ... -- python3 -m ...`: record what follows `--`; other ray calls do nothing.
+# A skipped command: argv recorded, exit 0.
+_SKIP = r"""#!/usr/bin/env bash
+{ printf '%s\0' "$(basename "$0")" "$@"; } > "$VA_CHECK_CAPTURE/$(date +%s%N)-$$-skip.argv"
+exit 0
+"""
+# `ray job submit ... -- python3 -m ...`: run what follows `--`; any other ray call is skipped.
 _RAY = r"""#!/usr/bin/env bash
-while [ $# -gt 0 ] && [ "$1" != "--" ]; do shift; done
-[ $# -gt 0 ] && shift && [ $# -gt 0 ] && exec "$@"
+if [ "${1:-}" = job ] && [ "${2:-}" = submit ]; then
+  while [ $# -gt 0 ] && [ "$1" != "--" ]; do shift; done
+  [ $# -gt 1 ] && shift && exec "$@"
+fi
+{ printf '%s\0' ray "$@"; } > "$VA_CHECK_CAPTURE/$(date +%s%N)-$$-skip.argv"
 exit 0
 """
 _RECORDED = ("python", "python3", "torchrun") + tuple(f"python3.{m}" for m in range(8, 15))
+# Side effects on processes, files outside the script's own, packages, the network, or time.
+SKIPPED = ("pkill", "killall", "kill", "rm", "pip", "pip3", "uv", "conda", "apt", "apt-get", "yum", "dnf",
+           "curl", "wget", "git", "ssh", "scp", "rsync", "sudo", "docker", "systemctl", "sleep", "ulimit",
+           "huggingface-cli", "hf", "modelscope")
+# Sourced by every non-interactive bash of the script (BASH_ENV): functions beat builtins and PATH.
+_PRELUDE = "\n".join(
+    ["_va_skip() { { printf '%s\\0' \"$@\"; } > \"$VA_CHECK_CAPTURE/$(date +%s%N)-$$-skip.argv\"; return 0; }"]
+    + [f'{name}() {{ _va_skip {name} "$@"; }}' for name in SKIPPED]
+) + "\n"
 
 TRAINER_MODULE_HINTS = ("main_ppo", "main_dapo", "main_grpo")
 
@@ -53,11 +78,11 @@ class Launch:
 
 
 def _write_bins(folder: Path) -> None:
-    for name in _RECORDED:
-        (folder / name).write_text(_RECORDER)
-        (folder / name).chmod(0o755)
-    (folder / "ray").write_text(_RAY)
-    (folder / "ray").chmod(0o755)
+    for names, text in ((_RECORDED, _RECORDER), (SKIPPED, _SKIP), (("ray",), _RAY)):
+        for name in names:
+            (folder / name).write_text(text)
+            (folder / name).chmod(0o755)
+    (folder / "prelude.sh").write_text(_PRELUDE)
 
 
 def _read_env(path: Path) -> dict:
@@ -116,43 +141,95 @@ def _parse(argv: list, cwd: str, env: dict):
     return Launch(module, config_path, config_name, overrides, cwd, env)
 
 
-def extract(script: str, env_overrides=None, timeout: float = 60.0):
-    """Run ``script`` under bash with recorders; return (Launch or None, [Finding], bash stderr)."""
+@dataclasses.dataclass
+class Extracted:
+    launch: object      # Launch or None
+    findings: list
+    stderr: str
+    skipped: list       # the commands that were not run, as shell-quoted strings, in order
+
+
+def _argv(path: Path) -> list:
+    return [a.decode(errors="replace") for a in path.read_bytes().split(b"\0")[:-1]]
+
+
+def extract(script: str, env_overrides=None, timeout: float = 60.0, cwd=None) -> Extracted:
+    """Run ``script`` in the sandbox with recorders, from ``cwd`` (default: the caller's)."""
+    import shlex
+
     script_path = Path(script).resolve()
     if not script_path.is_file():
-        return None, [Finding("extract", ERROR, (), f"recipe script {script} does not exist",
-                              "pass the path of a bash script that launches verl")], ""
+        return Extracted(None, [Finding("extract", ERROR, (), f"recipe script {script} does not exist",
+                                        "pass the path of a bash script that launches verl")], "", [])
+    cwd = Path(cwd or os.getcwd()).resolve()
     with tempfile.TemporaryDirectory(prefix="va-check-") as tmp:
         tmp = Path(tmp)
-        bins, capture, cwd = tmp / "bin", tmp / "capture", tmp / "cwd"
-        for d in (bins, capture, cwd):
+        bins, capture, scratch = tmp / "bin", tmp / "capture", tmp / "scratch"
+        for d in (bins, capture, scratch):
             d.mkdir()
         _write_bins(bins)
         env = dict(os.environ)
         env.update(env_overrides or {})
-        env["PATH"] = f"{bins}{os.pathsep}{env.get('PATH', '')}"
-        env["VA_CHECK_CAPTURE"] = str(capture)
+        env.update(PATH=f"{bins}{os.pathsep}{env.get('PATH', '')}", VA_CHECK_CAPTURE=str(capture),
+                   BASH_ENV=str(bins / "prelude.sh"), HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
+        argv = sandbox.command(script_path, cwd, [cwd, script_path.parent], capture, [bins], scratch)
+        proc = subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True, start_new_session=True)
+        timed_out = False
         try:
-            proc = subprocess.run(["bash", str(script_path)], cwd=cwd, env=env, stdin=subprocess.DEVNULL,
-                                  capture_output=True, text=True, timeout=timeout)
-            stderr = proc.stderr
+            _, stderr = proc.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
-            return None, [Finding("extract", ERROR, (), f"{script} did not finish within {timeout:.0f} s under "
-                                  "bash (python/ray calls are recorded, not run)",
-                                  "remove waits or loops that need a live cluster from the launch script")], ""
-        calls = sorted(p.with_suffix("") for p in capture.glob("*.argv"))
-        launches = []
-        for call in calls:
-            argv = [a.decode(errors="replace") for a in call.with_suffix(".argv").read_bytes().split(b"\0")[:-1]]
-            launch = _parse(argv, call.with_suffix(".cwd").read_text().strip(), _read_env(call.with_suffix(".env")))
+            sandbox.kill_tree(proc)
+            _, stderr = proc.communicate()
+            timed_out = True
+        findings, launches, skipped = [], [], []
+        if not (capture / sandbox.STARTED).exists():
+            raise sandbox.Unavailable(f"cannot sandbox the recipe on this host ({_last_line(stderr)}); check never "
+                                      f"runs a recipe unprotected. Fix: {sandbox.FIX}")
+        for rec in sorted(capture.glob("*.argv"), key=lambda p: _order(p.name)):
+            args = _argv(rec)
+            if rec.name.endswith("-skip.argv"):
+                skipped.append(shlex.join(args))
+                continue
+            base = rec.with_suffix("")
+            launch = _parse(args, base.with_suffix(".cwd").read_text().strip(), _read_env(base.with_suffix(".env")))
             if launch is not None:
                 launches.append(launch)
+        ro_dirs = (capture / "read-only-dirs").read_text().split() if (capture / "read-only-dirs").exists() else []
+    if ro_dirs:
+        findings.append(Finding("extract", INFO, (), "the kernel refused a throw-away writable layer over "
+                                f"{', '.join(ro_dirs)}: read-only while the script ran (writes there failed)"))
+    if timed_out:
+        findings.append(Finding("extract", ERROR if not launches else WARNING, (),
+                                f"{script} did not finish within {timeout:.0f} s in the check sandbox (python/ray "
+                                "calls are recorded, not run); every process it started was ended",
+                                "remove waits or loops that need a live cluster from the launch script"))
     if not launches:
-        tail = stderr.strip().splitlines()[-5:]
-        return None, [Finding(
-            "extract", ERROR, (),
-            f"{script} made no `python -m ...main_ppo/main_dapo` call under bash (exit {proc.returncode})"
-            + (": " + " | ".join(tail) if tail else ""),
-            "call the trainer as `python3 -m verl.trainer.main_ppo ...` (python/python3 by name, not by "
-            "absolute path), and make sure the script does not exit before it")], stderr
-    return launches[-1], [], stderr
+        if not timed_out:
+            tail = [line for line in stderr.strip().splitlines() if line.strip()][-5:]
+            findings.append(Finding(
+                "extract", ERROR, (),
+                f"{script} made no `python -m ...main_ppo/main_dapo` call under bash (exit {proc.returncode})"
+                + (": " + " | ".join(tail) if tail else ""), _no_launch_fix(stderr)))
+        return Extracted(None, findings, stderr, skipped)
+    return Extracted(launches[-1], findings, stderr, skipped)
+
+
+def _order(name: str) -> tuple:
+    stamp, pid = name.split("-")[:2]
+    return int(stamp), int(pid)
+
+
+def _last_line(text: str) -> str:
+    lines = [line for line in text.strip().splitlines() if line.strip()]
+    return lines[-1] if lines else "no message"
+
+
+def _no_launch_fix(stderr: str) -> str:
+    if "syntax error" in stderr:
+        return "the script has a bash syntax error (line above); run `bash -n RECIPE.sh` to see it and fix it"
+    if "No such file or directory" in stderr and ("source" in stderr or ". " in stderr or "line" in stderr):
+        return ("a file the script reads is missing here: run check from the directory you launch the recipe from, "
+                "or set the variable that points at it")
+    return ("call the trainer as `python3 -m verl.trainer.main_ppo ...` (python/python3 by name, not by absolute "
+            "path), and make sure the script does not exit before it")

@@ -24,6 +24,10 @@ def text(report: dict) -> str:
         ro = layout["rollout"]
         parts.append(f"rollout {ro['name']} TP{ro['tp']} DP{ro['dp']} EP{ro['ep']} x{ro['replicas'] or '?'} replicas")
         lines.append("layout: " + "; ".join(parts))
+    if report.get("skipped"):
+        shown = report["skipped"][:12]
+        more = len(report["skipped"]) - len(shown)
+        lines.append("skipped (not run): " + "; ".join(shown) + (f"; … {more} more" if more else ""))
     verl = report.get("verl_validation")
     if verl:
         state = "passed" if not verl["errors"] else "refused: " + " | ".join(verl["errors"])

@@ -2,7 +2,7 @@
 
 import os
 
-from . import compose, extract, hbm, model_facts, rules, verl_checks
+from . import compose, extract, hbm, model_facts, rules, trainer_path, verl_checks
 from .findings import ERROR, INFO, Finding, exit_code
 from .layout import ARR, get, rollout_layout, train_layout, world_size
 
@@ -36,6 +36,9 @@ def _layout_summary(cfg, use_ref) -> dict:
 
 
 def run_check(script: str, sets=(), verl_src=None) -> dict:
+    # Offline: a hub id must not make verl's validation retry the network for a minute.
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     report = {"recipe": script, "findings": []}
     env_overrides = {}
     if verl_src:
@@ -43,20 +46,34 @@ def run_check(script: str, sets=(), verl_src=None) -> dict:
     elif "DAPO_LAYOUT" not in os.environ:
         # the shipped DAPO recipes pick their reward keys by DAPO_LAYOUT (default: from the DAPO tree)
         env_overrides["DAPO_LAYOUT"] = compose.dapo_layout(compose.verl_config_dir())
-    launch, found, _ = extract.extract(script, env_overrides)
+    got = extract.extract(script, env_overrides)  # raises sandbox.Unavailable: the caller refuses
+    launch, found = got.launch, list(got.findings)
+    report["skipped"] = got.skipped
     if launch is None:
         return _finish(report, found)
     launch.overrides.extend(sets)
     report.update(entry=launch.module, config_name=launch.config_name, overrides=list(launch.overrides))
     composed = compose.compose_launch(launch, verl_src=verl_src)
     report["config_source"] = composed.source
-    findings = list(composed.findings) + rules.env(launch.env)
+    findings = found + list(composed.findings) + rules.env(launch.env)
     cfg = composed.config
     version, has_auto, patch_active = _verl_features()
     report["verl_version"] = version
     if cfg is None:
         return _finish(report, findings)
+    loop, loop_findings = trainer_path.findings(cfg, version)
+    report["trainer"] = loop
+    findings += [trainer_path.describe(loop)] + loop_findings
     ran, verl_found = verl_checks.run_verl_validation(cfg)
+    remote = verl_checks.remote_models(cfg, verl_checks.uses_critic(cfg))
+    for key, path in remote.items():
+        where = ("is not on this machine" if os.path.isabs(os.path.expanduser(path))
+                 else "is not on this machine: as a hub id, verl downloads it at start-up")
+        findings.append(Finding("model", INFO, (key,), f"{path} {where}; checked offline, so what needs its "
+                                "files was skipped"))
+    if remote:  # verl's validation needed a remote model's files: that is not the recipe's error
+        verl_found = [f for f in verl_found if not any(p in f.message for p in remote.values())
+                      and "offline" not in f.message.lower()]
     use_ref = verl_checks.uses_reference_policy(cfg)
     facts, why = model_facts.lookup(get(cfg, f"{ARR}.model.path"))
     if facts is None:
@@ -67,7 +84,8 @@ def run_check(script: str, sets=(), verl_src=None) -> dict:
                            "heads": facts.num_heads, "kv_heads": facts.num_kv_heads, "experts": facts.num_experts,
                            "params_b": round(facts.total_params() / 1e9, 2)}
     report["layout"] = _layout_summary(cfg, use_ref)
-    ctx = rules.Context(cfg, facts, use_ref, has_auto_set_device=has_auto, device_patch_active=patch_active)
+    ctx = rules.Context(cfg, facts, use_ref, has_auto_set_device=has_auto, device_patch_active=patch_active,
+                        verl_raises_batched_tokens=verl_checks.raises_batched_tokens())
     ours = [f for rule in rules.ALL for f in rule(ctx)] + hbm.estimate(ctx)
     # verl's assertions overlap ours (world size, batch divisibility); when ours already explain an
     # error, verl's text is kept in the report but not counted as a separate finding.

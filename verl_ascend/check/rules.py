@@ -4,7 +4,7 @@ numbers and a fix. Facts about the model may be None (then model-dependent rules
 import dataclasses
 from typing import Optional
 
-from .findings import ERROR, WARNING, Finding
+from .findings import ERROR, INFO, WARNING, Finding
 from .layout import ARR, get, rollout_layout, train_layout, world_size
 from .model_facts import ModelFacts
 
@@ -18,6 +18,7 @@ class Context:
     use_ref: bool
     has_auto_set_device: bool = True
     device_patch_active: bool = False
+    verl_raises_batched_tokens: bool = False  # the installed verl's vLLM server fixes max_num_batched_tokens
 
     @property
     def world(self) -> int:
@@ -153,19 +154,35 @@ def lengths(ctx: Context) -> list:
                            f"prompt {p} + response {r} = {seq} tokens exceed rollout.max_model_len {max_model_len}",
                            f"raise {ro}.max_model_len to >= {seq} or shorten the lengths"))
     batched = get(cfg, f"{ro}.max_num_batched_tokens")
-    if batched and not get(cfg, f"{ro}.enable_chunked_prefill", True) and int(batched) < seq:
-        out.append(Finding("lengths", ERROR, (f"{ro}.max_num_batched_tokens", f"{ro}.enable_chunked_prefill") + pr,
-                           f"without chunked prefill a {seq}-token sequence must fit max_num_batched_tokens {batched}",
-                           f"set {ro}.max_num_batched_tokens >= {seq} or {ro}.enable_chunked_prefill=True"))
-    for key in (f"{ARR}.actor.ppo_max_token_len_per_gpu", f"{ARR}.rollout.log_prob_max_token_len_per_gpu",
-                f"{ARR}.ref.log_prob_max_token_len_per_gpu"):
+    engine = str(get(cfg, f"{ro}.name", "vllm"))
+    # vLLM-only: without chunked prefill a whole prompt must fit one scheduler step. sglang has its own
+    # chunked prefill settings; verl versions that raise the value themselves make it a note.
+    if engine == "vllm" and batched and not get(cfg, f"{ro}.enable_chunked_prefill", True) and int(batched) < seq:
+        keys = (f"{ro}.max_num_batched_tokens", f"{ro}.enable_chunked_prefill") + pr
+        if ctx.verl_raises_batched_tokens:
+            out.append(Finding("lengths", INFO, keys,
+                               f"without chunked prefill max_num_batched_tokens {batched} < max_model_len: the "
+                               "installed verl raises it to max_model_len when the vLLM server starts (a larger "
+                               "scheduler step than written)", f"set {ro}.max_num_batched_tokens >= {seq}"))
+        else:
+            out.append(Finding("lengths", ERROR, keys,
+                               f"without chunked prefill a {seq}-token sequence must fit max_num_batched_tokens {batched}",
+                               f"set {ro}.max_num_batched_tokens >= {seq} or {ro}.enable_chunked_prefill=True"))
+    # verl packs dynamic batches to limit x the role's sequence-parallel size (Ulysses for FSDP,
+    # context parallel for Megatron): verl/workers/engine/utils.py, dp_actor, megatron_actor.
+    actor_sp, ref_sp = train_layout(cfg, "actor").cp, train_layout(cfg, "ref").cp
+    for key, sp in ((f"{ARR}.actor.ppo_max_token_len_per_gpu", actor_sp),
+                    (f"{ARR}.rollout.log_prob_max_token_len_per_gpu", actor_sp),
+                    (f"{ARR}.ref.log_prob_max_token_len_per_gpu", ref_sp)):
         dyn_key = key.replace("ppo_max_token_len_per_gpu", "use_dynamic_bsz").replace(
             "log_prob_max_token_len_per_gpu", "log_prob_use_dynamic_bsz")
         limit = get(cfg, key)
-        if get(cfg, dyn_key, False) and limit and int(limit) < seq:
+        if get(cfg, dyn_key, False) and limit and int(limit) * sp < seq:
+            per = f" x sequence parallel {sp} = {int(limit) * sp}" if sp > 1 else ""
             out.append(Finding("lengths", ERROR, (key, dyn_key) + pr,
-                               f"with dynamic batch size one {seq}-token sequence must fit {key.rsplit('.', 1)[1]}={limit}",
-                               f"set {key} >= {seq}"))
+                               f"with dynamic batch size one {seq}-token sequence must fit "
+                               f"{key.rsplit('.', 1)[1]}={limit}{per}",
+                               f"set {key} >= {-(-seq // sp)}"))
     facts = ctx.facts
     if facts and facts.max_position_embeddings and seq > facts.max_position_embeddings:
         out.append(Finding("lengths", ERROR, pr,

@@ -8,9 +8,13 @@ which main_ppo fills from the same two switches we read here.
 """
 
 import contextlib
+import importlib.util
 import inspect
 import io
+import os
+import re
 import warnings
+from pathlib import Path
 
 from .findings import ERROR, Finding
 
@@ -30,7 +34,9 @@ def uses_critic(cfg) -> bool:
     try:
         from verl.trainer.ppo.utils import need_critic
 
-        return bool(need_critic(cfg))
+        with warnings.catch_warnings():  # "Disabled critic as ..." is verl telling itself, not the user
+            warnings.simplefilter("ignore")
+            return bool(need_critic(cfg))
     except ImportError:
         return cfg.algorithm.adv_estimator == "gae"
 
@@ -69,3 +75,39 @@ def run_verl_validation(cfg) -> tuple:
                                         f"verl's rollout config refused actor_rollout_ref.rollout: {_message(exc)}",
                                         "change the rollout values the message names"))
     return ran, findings
+
+
+def raises_batched_tokens() -> bool:
+    """Does the installed verl's vLLM server raise max_num_batched_tokens to max_model_len itself when
+    chunked prefill is off (verl 0.9.1: ``vLLMHttpServer._validate_configs``)? Read from its source:
+    the module imports vllm, which a checking machine need not have."""
+    spec = importlib.util.find_spec("verl")
+    if spec is None or not spec.submodule_search_locations:
+        return False
+    path = Path(list(spec.submodule_search_locations)[0], "workers", "rollout", "vllm_rollout",
+                "vllm_async_server.py")
+    try:
+        return bool(re.search(r"max_num_batched_tokens\s*=\s*self\.config\.max_model_len", path.read_text()))
+    except OSError:
+        return False
+
+
+_MODEL_KEYS = ("actor_rollout_ref.model.path", "critic.model.path", "reward_model.model.path")
+
+
+def remote_models(cfg, use_critic: bool) -> dict:
+    """{key: path} for model paths that are not on this machine (hub ids): verl would download them."""
+    out = {}
+    for key in _MODEL_KEYS:
+        if key.startswith("critic") and not use_critic:
+            continue
+        if key.startswith("reward_model") and not cfg.get("reward_model", {}).get("enable", False):
+            continue
+        node = cfg
+        for part in key.split("."):
+            node = node.get(part) if hasattr(node, "get") else None
+            if node is None:
+                break
+        if isinstance(node, str) and node and not os.path.exists(os.path.expanduser(node)):
+            out[key] = node
+    return out
