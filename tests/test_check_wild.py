@@ -239,3 +239,23 @@ def test_no_usable_sandbox_refuses_and_runs_nothing(tmp_path):
     assert "never runs a recipe unprotected" in proc.stderr and "bubblewrap" in proc.stderr
     assert "Traceback" not in proc.stderr and not marker.exists()
     assert (FAKE_BIN / "bwrap").exists()
+
+
+def test_trainer_loop_is_named_and_its_missing_packages_warned(home, tmp_path, monkeypatch):
+    import importlib.metadata
+    import importlib.util
+
+    report = check(WILD / "bash_features.sh", cwd=tmp_path)
+    assert findings(report, "trainer", "warning") == []  # the test environment has what the loop needs
+    real = importlib.util.find_spec
+    hidden = ("transfer_queue", "zmq", "msgspec")
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name in hidden else real(name, *a))
+    report = check(WILD / "bash_features.sh", cwd=tmp_path)
+    warned = findings(report, "trainer", "warning")
+    if report["trainer"].startswith("v1"):  # verl 0.9: use_v1 defaults to True
+        assert len(warned) == 1 and "TransferQueue, pyzmq, msgspec" in warned[0]["message"]
+        assert f'pip install "verl[verl-core]=={importlib.metadata.version("verl")}"' in warned[0]["fix"]
+        report = check(WILD / "bash_features.sh", cwd=tmp_path, sets=["trainer.use_v1=False"])
+        assert report["trainer"].startswith("Ray PPO trainer") and findings(report, "trainer", "warning") == []
+    else:
+        assert report["trainer"] == "Ray PPO trainer (the only one in this verl)" and warned == []
