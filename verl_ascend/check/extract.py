@@ -172,7 +172,7 @@ def extract(script: str, env_overrides=None, timeout: float = 60.0, cwd=None) ->
         env.update(env_overrides or {})
         env.update(PATH=f"{bins}{os.pathsep}{env.get('PATH', '')}", VA_CHECK_CAPTURE=str(capture),
                    BASH_ENV=str(bins / "prelude.sh"), HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
-        argv = sandbox.command(script_path, cwd, [cwd, script_path.parent], capture, [bins], scratch)
+        argv = sandbox.command(script_path, cwd, [script_path.parent], capture, [bins], scratch)
         proc = subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, text=True, start_new_session=True)
         timed_out = False
@@ -195,10 +195,13 @@ def extract(script: str, env_overrides=None, timeout: float = 60.0, cwd=None) ->
             launch = _parse(args, base.with_suffix(".cwd").read_text().strip(), _read_env(base.with_suffix(".env")))
             if launch is not None:
                 launches.append(launch)
-        ro_dirs = (capture / "read-only-dirs").read_text().split() if (capture / "read-only-dirs").exists() else []
-    if ro_dirs:
-        findings.append(Finding("extract", INFO, (), "the kernel refused a throw-away writable layer over "
-                                f"{', '.join(ro_dirs)}: read-only while the script ran (writes there failed)"))
+        no_overlay = (capture / "no-overlay").read_text().splitlines() if (capture / "no-overlay").exists() else []
+    if no_overlay:
+        shown = [f"{line.rsplit(' ', 1)[0]} ({'empty' if line.endswith('tmpfs') else 'read-only'})"
+                 for line in no_overlay]
+        findings.append(Finding("extract", INFO, (), "the kernel refused a throw-away writable layer (overlayfs in a "
+                                f"user namespace needs Linux >= 5.11) over {', '.join(shown)} while the script ran: "
+                                "reads or writes there failed; running check as root avoids this"))
     if timed_out:
         findings.append(Finding("extract", ERROR if not launches else WARNING, (),
                                 f"{script} did not finish within {timeout:.0f} s in the check sandbox (python/ray "

@@ -7,14 +7,15 @@ node).
 
 How, in two steps, both standard Linux tools:
 
-1. ``unshare --user --map-root-user --mount`` (util-linux) gives a private mount table in which the
-   caller's working directory and the recipe's directory are covered by an overlay whose upper layer
-   is a tmpfs: ``mkdir -p logs``, ``> train.log`` and ``source ./common.sh`` work as on the cluster,
-   and every write vanishes with the namespace. Where the kernel refuses the overlay, those
-   directories are read-only instead (the report says so).
+1. ``unshare --mount`` (util-linux; with ``--user --map-root-user`` when not root) gives a private
+   mount table in which ``/tmp``, ``/var/tmp``, ``$HOME``, the caller's working directory and the
+   recipe's folder each get an overlay whose upper layer is a tmpfs: the recipe reads the real files
+   (``source ./common.sh``, ``source ~/env.sh``), ``mkdir -p logs`` and ``> train.log`` work as on
+   the cluster, and every write vanishes with the namespace. Where the kernel refuses an overlay,
+   ``/tmp``, ``/var/tmp`` and ``$HOME`` are empty instead and the other two read-only (the report says so).
 2. ``bwrap`` (bubblewrap) then runs ``bash RECIPE.sh`` in new user, PID, network, IPC and UTS
-   namespaces with every capability dropped: the host file system read-only, private ``/tmp``,
-   ``/var/tmp``, ``/run`` and ``$HOME``, a fresh ``/proc`` and ``/dev``, only the loopback network.
+   namespaces with every capability dropped: the rest of the host file system read-only, those
+   private views, an empty ``/run``, a fresh ``/proc`` and ``/dev``, only the loopback network.
    No process outside can be seen or signalled; when the sandbox's first process dies, the kernel
    ends every process inside (a timeout kills the whole tree, ``sleep`` children included).
 
@@ -27,23 +28,27 @@ import shutil
 import subprocess
 from pathlib import Path
 
-# Step 1, run by bash inside `unshare`: overlay each writable directory, then exec bwrap.
-# argv: scratch-dir  cwd  n-dirs  dir...  --  bwrap-args...
+# Step 1, run by bash inside `unshare`: give each listed host directory a throw-away writable view
+# at $scratch/m<i> (an overlay: the host files below, writes into a tmpfs above), then exec bwrap,
+# which binds each view over its host path. The host paths themselves are never covered here, so
+# the capture folder stays a real host folder.
+# argv: scratch  n  (dir fallback)...  --  bwrap-args...   fallback: tmpfs (empty) or ro (read-only)
 _OUTER = r"""
 set -u
-scratch=$1; cwd=$2; n=$3; shift 3
+scratch=$1; n=$2; shift 2
 mount -t tmpfs va-check "$scratch" || exit 97
 i=0
 while [ "$n" -gt 0 ]; do
-  d=$1; shift; n=$((n - 1)); i=$((i + 1))
-  mkdir -p "$scratch/$i/u" "$scratch/$i/w"
+  d=$1; fallback=$2; shift 2; n=$((n - 1)); i=$((i + 1))
+  m="$scratch/m$i"; mkdir -p "$m" "$scratch/$i/u" "$scratch/$i/w"
   # userxattr: the form an unprivileged user namespace may mount (Linux >= 5.11)
-  mount -t overlay va-check -o "lowerdir=$d,upperdir=$scratch/$i/u,workdir=$scratch/$i/w,userxattr" "$d" 2>/dev/null \
-    || mount -t overlay va-check -o "lowerdir=$d,upperdir=$scratch/$i/u,workdir=$scratch/$i/w" "$d" 2>/dev/null \
-    || echo "$d" >> "$VA_CHECK_CAPTURE/read-only-dirs"
+  mount -t overlay va-check -o "lowerdir=$d,upperdir=$scratch/$i/u,workdir=$scratch/$i/w,userxattr" "$m" 2>/dev/null \
+    || mount -t overlay va-check -o "lowerdir=$d,upperdir=$scratch/$i/u,workdir=$scratch/$i/w" "$m" 2>/dev/null \
+    || { echo "$d $fallback" >> "$VA_CHECK_CAPTURE/no-overlay"
+         if [ "$fallback" = tmpfs ]; then mount -t tmpfs va-check "$m" || exit 97
+         else { mount --bind "$d" "$m" && mount -o remount,bind,ro "$m"; } || exit 97; fi; }
 done
 shift  # the "--"
-cd "$cwd" 2>/dev/null || cd /
 exec "$@"
 """
 
@@ -72,39 +77,45 @@ def tools() -> tuple:
     return unshare, bwrap
 
 
-def _private_dirs() -> list:
-    """Host directories replaced by empty tmpfs inside: scratch space and the user's home."""
-    dirs = ["/tmp", "/var/tmp", "/run"]
+def _views(cwd: Path, extra: list) -> list:
+    """[(host dir, fallback)] given a throw-away writable view: scratch space and the user's home
+    (empty if no overlay), the launch directory and the recipe's folder (read-only if no overlay)."""
+    views = [(d, "tmpfs") for d in ("/tmp", "/var/tmp") if os.path.isdir(d)]
     home = os.environ.get("HOME", "")
-    if home and os.path.isabs(home) and os.path.isdir(home) and Path(home).resolve() != Path("/"):
-        dirs.append(str(Path(home).resolve()))
-    return [d for d in dirs if os.path.isdir(d)]
+    if home and os.path.isabs(home) and os.path.isdir(home):
+        views.append((str(Path(home).resolve()), "tmpfs"))
+    views += [(str(Path(d).resolve()), "ro") for d in [cwd, *extra] if d and os.path.isdir(d)]
+    seen, out = set(), []
+    for d, fallback in views:
+        if d != "/" and d not in seen:
+            seen.add(d)
+            out.append((d, fallback))
+    return sorted(out, key=lambda v: len(v[0]))  # bound parents first
 
 
-def command(script: Path, cwd: Path, writable: list, capture: Path, readonly: list, scratch: Path) -> list:
-    """argv that runs ``bash script`` in the sandbox.
+def command(script: Path, cwd: Path, extra: list, capture: Path, readonly: list, scratch: Path) -> list:
+    """argv that runs ``bash script`` in the sandbox, from ``cwd``.
 
-    writable: directories visible with a throw-away writable layer (cwd, the recipe's folder);
-    readonly: extra directories bound read-only (our recorders); capture: bound read-write, the only
-    host path a recipe can write to (it holds the recorded calls); scratch: an empty host directory
-    used as the mount point of the overlay layers (a tmpfs is mounted on it inside).
+    extra: more directories with a throw-away writable view (the recipe's folder); readonly: our
+    recorders, bound read-only; capture: bound read-write, the only host path a recipe can write to
+    (it holds the recorded calls); scratch: an empty host directory, a tmpfs is mounted on it inside
+    to hold the overlay layers.
     """
     unshare, bwrap = tools()
-    writable = sorted({str(Path(d).resolve()) for d in writable if d and Path(d).resolve() != Path("/")}, key=len)
-    # a folder inside another one is already covered by the outer overlay
-    writable = [d for d in writable if not any(d.startswith(o.rstrip("/") + "/") for o in writable if o != d)]
+    views = _views(cwd, extra)
     args = [bwrap, "--die-with-parent", "--new-session", "--unshare-all", "--cap-drop", "ALL",
-            "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
-    for d in _private_dirs():
-        args += ["--tmpfs", d]
-    for d in writable:  # after the tmpfs mounts: a recipe under /tmp or $HOME stays visible
-        args += ["--bind", d, d]
+            "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/run"]
+    for i, (d, _) in enumerate(views, 1):
+        args += ["--bind", f"{scratch}/m{i}", d]
     for d in readonly:
         args += ["--ro-bind", str(d), str(d)]
     args += ["--bind", str(capture), str(capture), "--chdir", str(cwd), "--",
              "bash", "-c", _STARTED, str(script)]
-    return [unshare, "--user", "--map-root-user", "--mount", "--", "bash", "-c", _OUTER, "va-check-sandbox",
-            str(scratch), str(cwd), str(len(writable)), *writable, "--", *args]
+    # real root needs no user namespace to mount (and old kernels allow overlays only to it)
+    userns = [] if os.geteuid() == 0 else ["--user", "--map-root-user"]
+    pairs = [x for view in views for x in view]
+    return [unshare, *userns, "--mount", "--", "bash", "-c", _OUTER, "va-check-sandbox",
+            str(scratch), str(len(views)), *pairs, "--", *args]
 
 
 def kill_tree(proc: subprocess.Popen) -> None:
