@@ -219,3 +219,11 @@ def test_event_sort_puts_timed_events_first():
     a = scan.Event("npu_oom", "a", 1, "", when=None)
     b = scan.Event("npu_oom", "b", 9, "", when=datetime.datetime(2025, 1, 1))
     assert sorted([a, b], key=lambda e: e.sort_key()) == [b, a]
+
+
+def test_every_keyword_is_reachable_by_the_block_scan():
+    """A keyword no scan anchor covers would never be read: its rule would silently never fire."""
+    keywords = [k for r in table.RULES for k in r.keywords] + list(table.EVIDENCE_KEYWORDS)
+    uncovered = [k for k in keywords
+                 if not any(a in k for a in table.SCAN_ANCHORS) and not table.SCAN_CODES.search(k.encode())]
+    assert uncovered == []

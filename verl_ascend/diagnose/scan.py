@@ -18,7 +18,6 @@ LOG_SUFFIXES = (".log", ".out", ".err", ".txt")
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\[\d{1,2}(?:;\d{1,2})*m")
 _YEAR = re.compile(rb"(?<!\d)(20\d\d)-\d\d-\d\d[-T ]\d\d:\d\d:\d\d")
 NEAR = 5                      # lines: a message without time or rank borrows them from the next such line of its process
-CONTEXT_KEYWORDS = ("RankID:",)  # lines that only tell where (torch_npu's error header)
 _CODES = re.compile(r"\b(E[A-Z]\d{4}|ERR\d{5})\b")
 _ERRNO = re.compile(r"error code is (\d+)")
 _ACL = re.compile(r"\bACL_ERROR_RT_\w+")
@@ -84,13 +83,11 @@ def expand(paths) -> list:
 class Scanner:
     def __init__(self):
         self.rules = [(r, r.compiled()) for r in table.RULES]
-        words = ({k for r in table.RULES for k in r.keywords} | set(table.EVIDENCE_KEYWORDS)
-                 | set(CONTEXT_KEYWORDS))
-        self.keywords = sorted(words)
-        self.bkeywords = [w.encode() for w in self.keywords]
+        self.loud_rules = [(r, p) for r, p in self.rules if r.any_level]
+        self.anchors = [a.encode() for a in table.SCAN_ANCHORS]
         self.events = []
         self.overflow = {}            # family -> matched lines beyond MAX_EVENTS
-        self.evidence = {"rollout": [], "tls": [], "steps": None}
+        self.evidence = {"rollout": [], "tls": [], "steps": None, "step_line": None}
         self.pid_where = {}           # pid -> {rank, device, node} learned from matched lines
         self.files = []
         self.skipped = []             # (path, reason)
@@ -142,14 +139,24 @@ class Scanner:
             if m:
                 state["year"] = self.year = int(m.group(1))
         spans = set()
-        for kw in self.bkeywords:
+
+        def add(pos):
+            start = data.rfind(b"\n", 0, pos) + 1
+            end = data.find(b"\n", pos)
+            end = len(data) if end == -1 else end
+            spans.add((start, end))
+            return end
+
+        for kw in self.anchors:
             pos = data.find(kw)
             while pos != -1:
-                start = data.rfind(b"\n", 0, pos) + 1
-                end = data.find(b"\n", pos)
-                end = len(data) if end == -1 else end
-                spans.add((start, end))
-                pos = data.find(kw, end)
+                pos = data.find(kw, add(pos))
+        pos = 0
+        while True:
+            m = table.SCAN_CODES.search(data, pos)
+            if not m:
+                break
+            pos = add(m.start())
         if not spans:
             return
         line_no, counted_to = base_line, 0
@@ -161,24 +168,19 @@ class Scanner:
 
     # -- one candidate line -------------------------------------------------------------------------
     def _line(self, path, line_no, text, state):
+        if "timing_s/gen:" in text:  # a verl step line: evidence only, parsed once in finish()
+            self.evidence["step_line"] = (path, line_no, text)
+            return
         stamp = context.timestamp(text)
         if stamp and stamp[0] is not None:
             state["year"] = self.year = stamp[0]
         self._evidence(path, line_no, text)
         self._borrow(line_no, text, stamp, state)
-        quiet = None
         matched = None
-        for rule, pattern in self.rules:
-            if not any(k in text for k in rule.keywords):
-                continue
-            if not rule.any_level:
-                if quiet is None:
-                    quiet = context.is_quiet(text)
-                if quiet:
-                    continue
-            if pattern.search(text):
-                family = table.FAMILIES[rule.family]
-                if matched is None or family.order < table.FAMILIES[matched].order:
+        # a warning / info line can only match the few rules written for messages printed at that level
+        for rule, pattern in self.loud_rules if context.is_quiet(text) else self.rules:
+            if any(k in text for k in rule.keywords) and pattern.search(text):
+                if matched is None or table.FAMILIES[rule.family].order < table.FAMILIES[matched].order:
                     matched = rule.family
         if matched is not None:
             self._record(matched, path, line_no, text, stamp, state)
@@ -247,15 +249,6 @@ class Scanner:
         self.events.append(event)
 
     def _evidence(self, path, line_no, text):
-        if "timing_s/gen:" in text:
-            from ..logs import parse
-
-            try:
-                parsed = parse.parse_line(text)
-            except ValueError:
-                parsed = None
-            if parsed:
-                self.evidence["steps"] = (path, line_no, parsed[0], parsed[1])
         m = table.EVIDENCE["tls"].search(text)
         if m:
             value = m.group(1) or m.group(2)
@@ -267,7 +260,17 @@ class Scanner:
 
     # -- after all files ------------------------------------------------------------------------------
     def finish(self):
-        """Fill rank/device/node of each event from what other lines said about its pid."""
+        """Fill rank/device/node of each event from what other lines said about its pid; parse the last step line."""
+        if self.evidence["step_line"]:
+            from ..logs import parse
+
+            path, line_no, text = self.evidence["step_line"]
+            try:
+                parsed = parse.parse_line(text)
+            except ValueError:
+                parsed = None
+            if parsed:
+                self.evidence["steps"] = (path, line_no, parsed[0], parsed[1])
         for event in self.events:
             known = self.pid_where.get(event.where.get("pid"))
             if known:

@@ -197,7 +197,7 @@ RULES = (
     Rule("cann_not_sourced", ("Failed to load the backend extension",),
          r"Failed to load the backend extension: torch_npu"),
     # limits
-    Rule("file_handles", ("Too many open files", "Errno 24"), r"Too many open files|\[Errno 24\]"),
+    Rule("file_handles", ("Too many open files",), r"Too many open files|\[Errno 24\]"),
     # Ray / device visibility
     Rule("ray_no_npu", ("PlatformNPU",), r"\(PlatformNPU\) is registered but not available", any_level=True),
     Rule("ray_no_npu", ("cannot be scheduled right now",), r"cannot be scheduled right now: \{[^}]*'NPU'", any_level=True),
@@ -208,9 +208,9 @@ RULES = (
     Rule("hccp_busy", ("EJ0001", "Failed to initialize the HCCP"), r"EJ0001|Failed to initialize the HCCP process"),
     # ports
     Rule("port_in_use", ("EJ0003", "Failed to bind the IP port"), r"EJ0003|Failed to bind the IP port"),
-    Rule("port_in_use", ("EI0019", "Bind_IP_Port"), r"EI0019|Bind_IP_Port"),
+    Rule("port_in_use", ("EI0019",), r"EI0019|Bind_IP_Port"),
     Rule("port_in_use", ("specific port[",), r"listen on ip\[[^\]]*\] and specific port\[\d+\] fail"),
-    Rule("port_in_use", ("listen start failed",), r"nic listen start failed, port\[\d+\]"),
+    Rule("port_in_use", ("start failed, port[",), r"nic listen start failed, port\[\d+\]"),
     Rule("port_in_use", ("EADDRINUSE", "ddress already in use"), r"EADDRINUSE|[Aa]ddress already in use"),
     # TLS
     Rule("tls_mismatch", ("EI0016", "for config \"tls\"", "rankList for disabled tls"),
@@ -244,19 +244,25 @@ RULES = (
     Rule("hccl_exec_timeout", ("Remote Rank did not send",), r"Remote Rank did not send the data in time"),
     # stream sync
     Rule("stream_sync_timeout", ("SynchronizeStreamWithTimeout", "SynchronizeDeviceWithTimeout", "aclrtSynchronize", "EE1002",
-                                 "Stream synchronize timeout", "STREAM_SYNC_TIMEOUT"),
+                                 "ACL_ERROR_RT_STREAM_SYNC_TIMEOUT"),
          r"Aclrt?Synchronize(?:Stream|Device)WithTimeout|aclrtSynchronize\w*, error code is 50704\d|\bEE1002\b|"
          r"Stream synchronize timeout|ACL_ERROR_RT_STREAM_SYNC_TIMEOUT"),
     # generic HCCL
     Rule("hccl_call_failed", ("ERR02200",), r"\bERR02200\b"),
-    Rule("hccl_call_failed", ("HCCL function error",), r"HCCL function error: .*error code is \d+"),
+    Rule("hccl_call_failed", ("error code is ",), r"HCCL function error: .*error code is \d+"),
 )
 
 # Lines that are evidence, not failures: read on every line whatever its level.
 EVIDENCE = {
-    "rollout": re.compile(r"generate_sequences|No available shared memory broadcast block found|"
-                          r"agent_loop|vLLMHttpServer|\(vLLMAsyncRollout|rollout_worker"),
+    "rollout": re.compile(r"generate_sequences|No available shared memory broadcast block found"),
     "tls": re.compile(r"TLS SWITCH \((\d)\)|tls switch\[(\d)\]"),
 }
-EVIDENCE_KEYWORDS = ("generate_sequences", "shared memory broadcast block", "agent_loop", "vLLMHttpServer",
-                     "vLLMAsyncRollout", "rollout_worker", "TLS SWITCH", "tls switch[", "timing_s/gen:")
+# What the scanner looks for in whole blocks before reading lines: every rule / evidence keyword
+# contains one of these literals or matches SCAN_CODES (tests/test_diagnose.py checks it). Fewer,
+# longer needles make the block scan fast; a line they select is then checked against the keywords.
+SCAN_ANCHORS = ("error code is ", "Synchronize", "socket", "Failed to ", " open ", "PlatformNPU", "NPU out of",
+                "right now", "fulfill resource", "Total available GPUs", "port[", "already in use", "tls", "TLS",
+                "connectFullMesh", "_IF", "Transport init", "abnormal", "ACL_ERROR", "times out", "Watchdog caught",
+                "Remote Rank", "generate_sequences", "broadcast block", "timing_s/gen:", "RankID:")
+SCAN_CODES = re.compile(rb"E(?:[IJZLE]\d{4}|RR\d{5}|ADDRINUSE)")  # CANN codes share a literal 'E': one regex pass
+EVIDENCE_KEYWORDS = ("generate_sequences", "shared memory broadcast block", "TLS SWITCH", "tls switch[", "timing_s/gen:")
