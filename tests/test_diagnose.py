@@ -39,7 +39,7 @@ CASES = [
     ("device_network.log", "device_network", 9, None, "2025-09-24 20:59:48.119", ("hccn_tool -i $i -link -g", "/etc/hccn.conf")),
     ("connect_late", "hccl_connect_timeout", 3, 3, "2025-07-23 03:43:02.001", ("HCCL_CONNECT_TIMEOUT",)),
     ("exec_timeout.log", "hccl_exec_timeout", 98, 2, "2025-10-11 15:09:31.002", ("HCCL_EXEC_TIMEOUT",)),
-    ("watchdog.log", "hccl_exec_timeout", 0, None, "2025-03-24 13:00:24.236", ("HCCL_EXEC_TIMEOUT",)),
+    ("watchdog.log", "hccl_exec_timeout", 0, None, "2025-03-24 13:00:24.236", ("HCCL_EXEC_TIMEOUT", "actor_rollout_ref.nccl_timeout")),
     ("long_tail.log", "rollout_long_tail", 45, None, "2025-11-20 12:45:29.001", ("HCCL_EXEC_TIMEOUT", "max_response_length")),
     ("cann_not_sourced.log", "cann_not_sourced", None, None, None, ("set_env.sh", "ray start")),
     ("npu_oom.log", "npu_oom", 0, None, "2025-06-09 06:57:46.120", ("gpu_memory_utilization", "PYTORCH_NPU_ALLOC_CONF")),
@@ -105,6 +105,18 @@ def test_exec_timeout_names_the_late_rank():
     assert f["details"]["late_rank"] == ["24"]
     assert any("24" in n and "late rank" in n for n in f["notes"])
     assert [x["family"] for x in result["findings"]] == ["hccl_exec_timeout", "stream_sync_timeout"]
+
+
+def test_socket_timeout_while_running_is_an_execution_timeout(tmp_path):
+    """EI0006 has two reasons: no connect request (link setup) and data not sent in time (a rank stuck mid-run)."""
+    log = tmp_path / "grpo.log"
+    log.write_text("[rank1]: RuntimeError: InnerRunOpApi:torch_npu/csrc/framework/OpParamMaker.cpp:281 OPS function error: "
+                   "HcclAllreduce, error code is 6\n"
+                   "[rank1]: EI0006: [PID: 1292363] 2025-04-08-18:07:20.444.436 Getting socket times out. Reason: Remote Rank "
+                   "did not send the data in time. Please check the reason for the rank being stuck\n")
+    result = diagnose(log)
+    assert [f["family"] for f in result["findings"]] == ["hccl_exec_timeout"]
+    assert result["findings"][0]["first"]["rank"] == 1
 
 
 def test_timeout_without_rollout_evidence_is_no_long_tail():
