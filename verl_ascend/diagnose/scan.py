@@ -17,6 +17,7 @@ MAX_EVENTS = 50_000
 LOG_SUFFIXES = (".log", ".out", ".err", ".txt")
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\[\d{1,2}(?:;\d{1,2})*m")
 _YEAR = re.compile(rb"(?<!\d)(20\d\d)-\d\d-\d\d[-T ]\d\d:\d\d:\d\d")
+STEP_KEY = "timing_s/gen:"
 NEAR = 5                      # lines: a message without time or rank borrows them from the next such line of its process
 _CODES = re.compile(r"\b(E[A-Z]\d{4}|ERR\d{5})\b")
 _ERRNO = re.compile(r"error code is (\d+)")
@@ -84,7 +85,8 @@ class Scanner:
     def __init__(self):
         self.rules = [(r, r.compiled()) for r in table.RULES]
         self.loud_rules = [(r, p) for r, p in self.rules if r.any_level]
-        self.anchors = [a.encode() for a in table.SCAN_ANCHORS]
+        # verl's step lines are evidence and only the last one counts: one rfind per block, not a visit per line
+        self.literals = [a.encode() for a in table.SCAN_LITERALS if a != STEP_KEY]
         self.events = []
         self.overflow = {}            # family -> matched lines beyond MAX_EVENTS
         self.evidence = {"rollout": [], "tls": [], "steps": None, "step_line": None}
@@ -138,6 +140,12 @@ class Scanner:
             m = _YEAR.search(data)
             if m:
                 state["year"] = self.year = int(m.group(1))
+        pos = data.rfind(STEP_KEY.encode())
+        if pos != -1:
+            start = data.rfind(b"\n", 0, pos) + 1
+            end = data.find(b"\n", pos)
+            text = ANSI.sub("", data[start:len(data) if end == -1 else end].decode("utf-8", "replace"))
+            self.evidence["step_line"] = (path, base_line + data.count(b"\n", 0, start) + 1, text)
         spans = set()
 
         def add(pos):
@@ -147,13 +155,13 @@ class Scanner:
             spans.add((start, end))
             return end
 
-        for kw in self.anchors:
+        for kw in self.literals:
             pos = data.find(kw)
             while pos != -1:
                 pos = data.find(kw, add(pos))
         pos = 0
         while True:
-            m = table.SCAN_CODES.search(data, pos)
+            m = table.SCAN_REGEX.search(data, pos)
             if not m:
                 break
             pos = add(m.start())
@@ -168,9 +176,6 @@ class Scanner:
 
     # -- one candidate line -------------------------------------------------------------------------
     def _line(self, path, line_no, text, state):
-        if "timing_s/gen:" in text:  # a verl step line: evidence only, parsed once in finish()
-            self.evidence["step_line"] = (path, line_no, text)
-            return
         stamp = context.timestamp(text)
         if stamp and stamp[0] is not None:
             state["year"] = self.year = stamp[0]

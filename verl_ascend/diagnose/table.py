@@ -192,7 +192,7 @@ _HCCL_INIT = r"(?:hcclCommInitRootInfo\w*|HcclCommInitRootInfo\w*|HcclGetRootInf
 
 RULES = (
     # CANN not sourced
-    Rule("cann_not_sourced", ("cannot open shared object",),
+    Rule("cann_not_sourced", (".so: cannot open shared object",),
          r"lib(?:hccl|ascendcl|acl_op_compiler|ge_runner|graph|runtime|opapi|nnopbase|ascend_hal|msprofiler)\w*\.so[\w.]*: "
          r"cannot open shared object file"),
     Rule("cann_not_sourced", ("Failed to load the backend extension",),
@@ -200,9 +200,9 @@ RULES = (
     # limits
     Rule("file_handles", ("Too many open files",), r"Too many open files|\[Errno 24\]"),
     # Ray / device visibility
-    Rule("ray_no_npu", ("PlatformNPU",), r"\(PlatformNPU\) is registered but not available", any_level=True),
-    Rule("ray_no_npu", ("cannot be scheduled right now",), r"cannot be scheduled right now: \{[^}]*'NPU'", any_level=True),
-    Rule("ray_no_npu", ("can fulfill resource request",), r"No available node types can fulfill resource request.*NPU",
+    Rule("ray_no_npu", ("(PlatformNPU)",), r"\(PlatformNPU\) is registered but not available", any_level=True),
+    Rule("ray_no_npu", ("The following resource request cannot be scheduled",), r"cannot be scheduled right now: \{[^}]*'NPU'", any_level=True),
+    Rule("ray_no_npu", ("No available node types can fulfill",), r"No available node types can fulfill resource request.*NPU",
          any_level=True),
     Rule("ray_no_npu", ("Total available GPUs",), r"Total available GPUs \d+ is less than total desired GPUs"),
     # previous process
@@ -210,36 +210,36 @@ RULES = (
     # ports
     Rule("port_in_use", ("EJ0003", "Failed to bind the IP port"), r"EJ0003|Failed to bind the IP port"),
     Rule("port_in_use", ("EI0019",), r"EI0019|Bind_IP_Port"),
-    Rule("port_in_use", ("specific port[",), r"listen on ip\[[^\]]*\] and specific port\[\d+\] fail"),
+    Rule("port_in_use", ("ERROR] HCCL", "specific port["), r"listen on ip\[[^\]]*\] and specific port\[\d+\] fail"),
     Rule("port_in_use", ("start failed, port[",), r"nic listen start failed, port\[\d+\]"),
-    Rule("port_in_use", ("EADDRINUSE", "ddress already in use"), r"EADDRINUSE|[Aa]ddress already in use"),
+    Rule("port_in_use", ("EADDRINUSE", "Address already in use"), r"EADDRINUSE|Address already in use"),
     # TLS
-    Rule("tls_mismatch", ("EI0016", "for config \"tls\"", "rankList for disabled tls"),
+    Rule("tls_mismatch", ("EI0016", "ERROR] HCCL"),
          r"EI0016|for config \"tls\" is invalid|rankList for disabled tls"),
     # NIC
-    Rule("wrong_nic", ("connectFullMesh",), r"Gloo connectFullMesh failed"),
-    Rule("wrong_nic", ("SOCKET_IFNAME", "HCCL_IF_IP"),
+    Rule("wrong_nic", ("Gloo connectFullMesh",), r"Gloo connectFullMesh failed"),
+    Rule("wrong_nic", ("HCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME", "HCCL_IF_IP"),
          r"(?:HCCL_SOCKET_IFNAME|HCCL_IF_IP|GLOO_SOCKET_IFNAME)\W.*(?:invalid|not found|not exist|fail|no valid|error)"),
     # device network
     Rule("device_network", ("EI0009", "Transport init error"), r"EI0009|Transport init error"),
-    Rule("device_network", ("error code is 4",), _HCCL_INIT + r"4\b"),
+    Rule("device_network", ("HCCL function error",), _HCCL_INIT + r"4\b"),
     # memory
     Rule("npu_oom", ("NPU out of memory",), r"NPU out of memory\. Tried to allocate"),
     Rule("npu_oom", ("EL0004",), r"\bEL0004\b"),
     # device runtime
     Rule("npu_runtime", ("EZ9999",), r"\bEZ9999\b"),
-    Rule("npu_runtime", ("execution is abnormal",), r"The (?:aicore|vector core) execution is abnormal"),
+    Rule("npu_runtime", ("The aicore execution", "The vector core execution"), r"The (?:aicore|vector core) execution is abnormal"),
     Rule("npu_runtime", ("ACL_ERROR_RT_",), r"ACL_ERROR_RT_(?!STREAM_SYNC_TIMEOUT)\w+"),
-    Rule("npu_runtime", ("error code is 5070", "error code is 561"),
+    Rule("npu_runtime", ("NPU function error",),
          r"(?:call aclnn\w+ failed|NPU function error: .*), error code is (?:50701[0-9]|50703[0-9]|561\d{3})\b"),
     # connect-stage timeouts
-    Rule("hccl_connect_timeout", ("error code is 9",), _HCCL_INIT + r"9\b"),
+    Rule("hccl_connect_timeout", ("HCCL function error",), _HCCL_INIT + r"9\b"),
     Rule("hccl_connect_timeout", ("Getting socket times out",),
          r"Getting socket times out(?!\. Reason: Remote Rank did not send)"),
-    Rule("hccl_connect_timeout", ("wait socket establish timeout", "get socket timeout"),
+    Rule("hccl_connect_timeout", ("ERROR] HCCL",),
          r"wait socket establish timeout|topo exchange (?:server|agent) get socket timeout"),
     # execution-stage timeouts
-    Rule("hccl_exec_timeout", ("EI0002", "Notify register times out"), r"\bEI0002\b|The wait execution of the Notify register times out"),
+    Rule("hccl_exec_timeout", ("EI0002", "ERROR] HCCL"), r"\bEI0002\b|The wait execution of the Notify register times out"),
     Rule("hccl_exec_timeout", ("Watchdog caught collective operation timeout",),
          r"Watchdog caught collective operation timeout: WorkHCCL"),
     Rule("hccl_exec_timeout", ("Remote Rank did not send",), r"Remote Rank did not send the data in time"),
@@ -250,7 +250,7 @@ RULES = (
          r"Stream synchronize timeout|ACL_ERROR_RT_STREAM_SYNC_TIMEOUT"),
     # generic HCCL
     Rule("hccl_call_failed", ("ERR02200",), r"\bERR02200\b"),
-    Rule("hccl_call_failed", ("error code is ",), r"HCCL function error: .*error code is \d+"),
+    Rule("hccl_call_failed", ("HCCL function error",), r"HCCL function error: .*error code is \d+"),
 )
 
 # Lines that are evidence, not failures: read on every line whatever its level.
@@ -259,11 +259,15 @@ EVIDENCE = {
     "tls": re.compile(r"TLS SWITCH \((\d)\)|tls switch\[(\d)\]"),
 }
 # What the scanner looks for in whole blocks before reading lines: every rule / evidence keyword
-# contains one of these literals or matches SCAN_CODES (tests/test_diagnose.py checks it). Fewer,
-# longer needles make the block scan fast; a line they select is then checked against the keywords.
-SCAN_ANCHORS = ("error code is ", "Synchronize", "socket", "Failed to ", " open ", "PlatformNPU", "NPU out of",
-                "right now", "fulfill resource", "Total available GPUs", "port[", "already in use", "tls", "TLS",
-                "connectFullMesh", "_IF", "Transport init", "abnormal", "ACL_ERROR", "times out", "Watchdog caught",
-                "Remote Rank", "generate_sequences", "broadcast block", "timing_s/gen:", "RankID:")
-SCAN_CODES = re.compile(rb"E(?:[IJZLE]\d{4}|RR\d{5}|ADDRINUSE)")  # CANN codes share a literal 'E': one regex pass
-EVIDENCE_KEYWORDS = ("generate_sequences", "shared memory broadcast block", "TLS SWITCH", "tls switch[", "timing_s/gen:")
+# matches SCAN_REGEX or contains one of SCAN_LITERALS (tests/test_diagnose.py checks it). One regex
+# whose branches all start with an upper-case letter lets the regex engine skip most bytes with a
+# character test; the few keywords that start in lower case are found with bytes.find. A line they
+# select is then checked against each rule's own keywords and pattern.
+SCAN_REGEX = re.compile(
+    rb"E(?:[IJZLE]\d{4}|RR\d{5}|ADDRINUSE|RROR\] HCCL)|HCCL(?: function|_SOCKET|_IF)|GLOO_SOCKET|NPU (?:function|out of)|"
+    rb"Synchronize|Getting socket|Failed to |Too many open|PlatformNPU|The (?:following resource|aicore|vector core)|"
+    rb"No available (?:node|shared)|Total available GPUs|Address already|TLS SWITCH|Gloo connectFullMesh|"
+    rb"Transport init|ACL_ERROR|Watchdog caught|Remote Rank|RankID:")
+SCAN_LITERALS = (".so: cannot", "port[", "tls switch[", "generate_sequences", "timing_s/gen:")
+EVIDENCE_KEYWORDS = ("generate_sequences", "No available shared memory broadcast block", "TLS SWITCH", "tls switch[",
+                     "timing_s/gen:")
