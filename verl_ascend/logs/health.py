@@ -77,17 +77,27 @@ def _collapse(parsed, check, keys, what):
                  f"{COLLAPSE_FRACTION:.0%} of its best {peak:.4g} (step {peak_step}); last {trail[-1][1]:.4g}")]
 
 
-def _entropy(parsed):
-    key, points = _series(parsed, "actor/entropy")
+def _versus_start(parsed, keys, factor, above):
+    """(key, first-steps level, step, trailing mean there, last trailing mean) for the first step whose trailing
+    mean is beyond ``factor`` x the level of the first WINDOW steps (above it, or below it), else None."""
+    key, points = _series(parsed, *keys)
     if len(points) < 2 * WINDOW:
-        return []
+        return None
     base = statistics.median(v for _, v in points[:WINDOW])
     if base <= 0:
+        return None
+    trail = _trailing(points)
+    beyond = [(s, v) for s, v in trail if (v > factor * base if above else v < factor * base)]
+    if not beyond:
+        return None
+    return key, base, beyond[0][0], beyond[0][1], trail[-1][1]
+
+
+def _entropy(parsed):
+    found = _versus_start(parsed, ("actor/entropy",), ENTROPY_FACTOR, above=True)
+    if not found:
         return []
-    high = [(s, v) for s, v in _trailing(points) if v > ENTROPY_FACTOR * base]
-    if not high:
-        return []
-    step, value = high[0]
+    key, base, step, value, _ = found
     return [Flag("entropy_blowup", step, f"entropy blowing up: {key} trailing mean {value:.4g} at step {step}, over "
                  f"{ENTROPY_FACTOR:g}x its first-steps level {base:.4g}")]
 
@@ -109,16 +119,12 @@ def _memory(parsed):
 
 
 def _throughput(parsed):
-    key, points = _series(parsed, "perf/throughput", "throughput/e2e_tps")
-    if len(points) < 2 * WINDOW:
+    found = _versus_start(parsed, ("perf/throughput", "throughput/e2e_tps"), THROUGHPUT_FRACTION, above=False)
+    if not found or found[4] >= THROUGHPUT_FRACTION * found[1]:  # recovered by the end: no flag
         return []
-    base = statistics.median(v for _, v in points[:WINDOW])
-    trail = _trailing(points)
-    if base <= 0 or trail[-1][1] >= THROUGHPUT_FRACTION * base:
-        return []
-    step, value = next((s, v) for s, v in trail if v < THROUGHPUT_FRACTION * base)
+    key, base, step, value, last = found
     return [Flag("throughput_drop", step, f"throughput dropping: {key} trailing mean {value:.4g} at step {step}, below "
-                 f"{THROUGHPUT_FRACTION:.0%} of its first-steps level {base:.4g}; last {trail[-1][1]:.4g}")]
+                 f"{THROUGHPUT_FRACTION:.0%} of its first-steps level {base:.4g}; last {last:.4g}")]
 
 
 def flags(parsed) -> list:
