@@ -239,3 +239,14 @@ def test_every_keyword_is_reachable_by_the_block_scan():
     uncovered = [k for k in keywords
                  if not any(a in k for a in table.SCAN_LITERALS) and not table.SCAN_REGEX.search(k.encode())]
     assert uncovered == []
+
+
+def test_ray_session_folder_pids_from_file_names():
+    """Ray's per-worker files carry no prefix: the pid is in the name (worker-<id>-<job>-<pid>.err,
+    python-core-worker-<id>_<pid>.log), the rank in the .err, the time in the core-worker log."""
+    result = diagnose(FIX / "ray_session")
+    f = finding(result, "npu_oom")
+    assert f["ranks"] == [2, 5]
+    first = result["first_failure"]
+    assert (first["rank"], first["device"], first["pid"], first["time"]) == (5, 5, 5121, "2025-11-30 09:12:00.612")
+    assert first["file"].endswith("python-core-worker-9a0b1c2d3e4f_5121.log")

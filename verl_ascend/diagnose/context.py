@@ -39,7 +39,9 @@ _PID = (
     re.compile(r"\b(?:HCCL|HCCP|RUNTIME|ASCENDCL|GE|TBE)\((\d+),"),
 )
 _IP = re.compile(r"\bip=(\d{1,3}(?:\.\d{1,3}){3})")
-_PLOG_PID = re.compile(r"plog-(\d+)_")
+# CANN's plog-<pid>_<time>.log, device-<pid>_<time>.log; Ray's worker-<id>-<job>-<pid>.out/.err, python-core-worker-<id>_<pid>.log
+_PATH_PID = re.compile(r"(?:plog|device)-(\d+)_\d+\.log$|worker-[0-9a-f]+-[0-9a-f]+-(\d+)\.(?:out|err|log)$|"
+                       r"core-worker-[0-9a-f]+_(\d+)\.log$")
 
 # Level words that make a line a warning or information, not a failure (HCCL plog, glog, logging, vLLM).
 _QUIET = re.compile(r"^\s*(?:\(\w+ pid=\d+(?:, ip=[\d.]+)?\)\s*)*(?:\S+:\s*)?"
@@ -112,5 +114,5 @@ def where(line: str) -> dict:
 
 
 def pid_from_path(path: str):
-    m = _PLOG_PID.search(path)
-    return int(m.group(1)) if m else None
+    m = _PATH_PID.search(path)
+    return int(next(g for g in m.groups() if g)) if m else None
