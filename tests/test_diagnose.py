@@ -36,6 +36,7 @@ CASES = [
     ("tls_plog", "tls_mismatch", None, 1, "2025-10-24 15:39:25.142", ("hccn_tool -i $i -tls -s enable 0",)),
     ("hccn_tls.txt", "tls_mismatch", None, 2, None, ("hccn_tool -i $i -tls -g",)),
     ("seed000_gloo.log", "wrong_nic", 9, None, None, ("HCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME")),
+    ("gloo_ifname.log", "wrong_nic", 16, None, None, ("GLOO_SOCKET_IFNAME", "ip -4 addr")),
     ("device_network.log", "device_network", 9, None, "2025-09-24 20:59:48.119", ("hccn_tool -i $i -link -g", "/etc/hccn.conf")),
     ("connect_late", "hccl_connect_timeout", 3, 3, "2025-07-23 03:43:02.001", ("HCCL_CONNECT_TIMEOUT",)),
     ("exec_timeout.log", "hccl_exec_timeout", 98, 2, "2025-10-11 15:09:31.002", ("HCCL_EXEC_TIMEOUT",)),

@@ -105,7 +105,8 @@ FAMILIES = {f.id: f for f in (
         "head / MASTER_ADDR network), then on every node before `ray start`: `export HCCL_SOCKET_IFNAME=<if>` and "
         "`export GLOO_SOCKET_IFNAME=<if>` (the same interface), or `export HCCL_IF_IP=<this node's IP>`; "
         "`verl-ascend doctor --nnodes N` checks both.",
-        (GH + "vllm-project/vllm-ascend/issues/1955", GH + "vllm-project/vllm-ascend/issues/3367"),
+        (GH + "gpustack/gpustack/pull/3311", GH + "pytorch/pytorch/pull/14065", GH + "aws-samples/aws-do-eks/pull/51",
+         "https://www.hiascend.com/document/detail/zh/CANNCommunityEdition/80RC3alpha003/apiref/envref/envref_07_0075.html"),
     ),
     Family(
         "device_network", 45, "NPU device network (RoCE) not usable between ranks",
@@ -142,7 +143,7 @@ FAMILIES = {f.id: f for f in (
         "Not every rank connected within HCCL_CONNECT_TIMEOUT (default 120 s): either some rank reached "
         "communicator creation late (slow model loading, or it failed earlier), or the link cannot be made "
         "(wrong host NIC, device IPs unreachable, TLS differing).",
-        "1) If the first and last reports below are further apart than the timeout, a rank was late: "
+        "1) If the first and last reports (the `seen` line) are further apart than the timeout, a rank was late: "
         "`export HCCL_CONNECT_TIMEOUT=1800` on every node before `ray start`. 2) Otherwise set the interface: "
         "`export HCCL_SOCKET_IFNAME=<if>` and `GLOO_SOCKET_IFNAME=<if>` (same interface, every node). "
         "3) `for i in {0..7}; do hccn_tool -i $i -link -g; hccn_tool -i $i -tls -g | grep switch; "
@@ -157,7 +158,7 @@ FAMILIES = {f.id: f for f in (
         "`export HCCL_EXEC_TIMEOUT=7200` on every node before `ray start` and the process-group timeout to match: "
         "`actor_rollout_ref.nccl_timeout=7200` (verl 0.9.1 default 600 s); cap the tail (`data.max_response_length`); spread "
         "long prompts over rollout workers: `VERL_ASCEND_ROLLOUT_ORDER=tiled` (verl ≤ 0.6 sync rollout).",
-        (GH + "verl-project/verl/issues/2995", GH + "vllm-project/vllm-ascend/issues/12487"),
+        (GH + "verl-project/verl/issues/2995", GH + "vllm-project/vllm-ascend/issues/3413"),
     ),
     Family(
         "hccl_exec_timeout", 70, "Collective timed out: a rank arrived late",
@@ -218,6 +219,7 @@ RULES = (
          r"EI0016|for config \"tls\" is invalid|rankList for disabled tls"),
     # NIC
     Rule("wrong_nic", ("Gloo connectFullMesh",), r"Gloo connectFullMesh failed"),
+    Rule("wrong_nic", ("Unable to find address for",), r"Unable to find address for: \S+"),  # Gloo: no such interface
     Rule("wrong_nic", ("HCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME", "HCCL_IF_IP"),
          r"(?:HCCL_SOCKET_IFNAME|HCCL_IF_IP|GLOO_SOCKET_IFNAME)\W.*(?:invalid|not found|not exist|fail|no valid|error)"),
     # device network
@@ -267,7 +269,7 @@ SCAN_REGEX = re.compile(
     rb"E(?:[IJZLE]\d{4}|RR\d{5}|ADDRINUSE|RROR\] HCCL)|HCCL(?: function|_SOCKET|_IF)|GLOO_SOCKET|NPU (?:function|out of)|"
     rb"Synchronize|Getting socket|Failed to |Too many open|PlatformNPU|The (?:following resource|aicore|vector core)|"
     rb"No available (?:node|shared)|Total available GPUs|Address already|TLS SWITCH|Gloo connectFullMesh|"
-    rb"Transport init|ACL_ERROR|Watchdog caught|Remote Rank|RankID:")
+    rb"Transport init|ACL_ERROR|Watchdog caught|Remote Rank|RankID:|Unable to find address")
 SCAN_LITERALS = (".so: cannot", "port[", "tls switch[", "generate_sequences", "timing_s/gen:")
 EVIDENCE_KEYWORDS = ("generate_sequences", "No available shared memory broadcast block", "TLS SWITCH", "tls switch[",
                      "timing_s/gen:")
