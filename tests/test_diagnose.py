@@ -251,3 +251,24 @@ def test_ray_session_folder_pids_from_file_names():
     first = result["first_failure"]
     assert (first["rank"], first["device"], first["pid"], first["time"]) == (5, 5, 5121, "2025-11-30 09:12:00.612")
     assert first["file"].endswith("python-core-worker-9a0b1c2d3e4f_5121.log")
+
+
+def test_a_line_longer_than_several_blocks(tmp_path, monkeypatch):
+    monkeypatch.setattr(scan, "BLOCK", 64)
+    huge = "x" * 1000 + " EL0004: [PID: 9] 2025-05-05-05:05:05.000.001 Failed to allocate memory."
+    (tmp_path / "one.log").write_text("INFO start\n" + huge + "\nINFO end\n")
+    f = finding(diagnose(tmp_path / "one.log"), "npu_oom")
+    assert f["first"]["line"] == 2 and f["first"]["pid"] == 9
+
+
+def test_128_ranks_storm_names_the_earliest_and_counts_them(tmp_path):
+    lines = []
+    for r in reversed(range(128)):  # printed last-first: reading order must not decide
+        lines.append(f"(WorkerDict pid={8000 + r}, ip=10.0.{r // 8}.1) [rank{r}]: EI0006: [PID: {8000 + r}] "
+                     f"2025-11-20-23:12:{10 + r % 40:02d}.{r:03d}.000 Getting socket times out. Reason: 1. The remote "
+                     "does not initiate a connect request.")
+    (tmp_path / "storm.log").write_text("\n".join(lines) + "\n")
+    f = finding(diagnose(tmp_path / "storm.log"), "hccl_connect_timeout")
+    assert f["lines"] == 128 and f["ranks"] == list(range(128)) and len(f["nodes"]) == 16
+    assert (f["first"]["rank"], f["first"]["time"]) == (0, "2025-11-20 23:12:10.000")
+    assert f["spread_s"] == pytest.approx(39.119)  # last: rank 119 at :49.119

@@ -110,6 +110,7 @@ class Scanner:
             fh.seek(0)
             self.files.append(path)
             tail = b""
+            open_line = False
             while True:
                 block = fh.read(BLOCK)
                 if not block and not tail:
@@ -126,11 +127,12 @@ class Scanner:
                 else:
                     tail = b""
                 self._block(path, data, base_line, state)
-                base_line += data.count(b"\n") + (0 if data.endswith(b"\n") else 1)
+                base_line += data.count(b"\n")  # a line cut by a forced split continues in the next block
+                open_line = bool(data) and not data.endswith(b"\n")
                 self.bytes += len(data)
                 if progress is not None:
                     progress.update(len(data))
-        self.lines += base_line
+        self.lines += base_line + (1 if open_line else 0)
         year = state["year"] or self.year or datetime.datetime.now().year
         for event in pending:
             event.when = context.resolve(event.stamp, year)
