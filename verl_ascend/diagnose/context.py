@@ -48,6 +48,7 @@ _QUIET = re.compile(r"^\s*(?:\(\w+ pid=\d+(?:, ip=[\d.]+)?\)\s*)*(?:\S+:\s*)?"
                     r"(?:\[(?:W|I|D|WARNING|INFO|DEBUG|EVENT)\]|\[[WI]\d{0,4}\s|"
                     r"(?:WARNING|INFO|DEBUG)\b|\S*Warning:)")
 _QUIET_ANYWHERE = re.compile(r"\b(?:UserWarning|RuntimeWarning|FutureWarning|DeprecationWarning)\b|"
+                             r"\d\d:\d\d:\d\d[,.]\d+\s+(?:WARNING|INFO|DEBUG)\b|"  # Ray: "<time>\tWARNING worker.py"
                              r" - (?:WARNING|INFO|DEBUG) - |\[(?:WARNING|INFO|DEBUG)\]|\b(?:WARNING|INFO|DEBUG) \d\d-\d\d ")
 
 
