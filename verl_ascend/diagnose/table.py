@@ -156,7 +156,7 @@ FAMILIES = {f.id: f for f in (
         "Training ranks waited in a collective while rollout was still generating the longest responses (a long "
         "tail): the wait outlasted HCCL_EXEC_TIMEOUT / the process-group timeout.",
         "`export HCCL_EXEC_TIMEOUT=7200` on every node before `ray start` and the process-group timeout to match: "
-        "`actor_rollout_ref.nccl_timeout=7200` (verl 0.9.1 default 600 s); cap the tail (`data.max_response_length`); spread "
+        "`actor_rollout_ref.nccl_timeout=7200` (600 s by default in verl 0.6.1 and 0.9.1); cap the tail (`data.max_response_length`); spread "
         "long prompts over rollout workers: `VERL_ASCEND_ROLLOUT_ORDER=tiled` (verl ≤ 0.6 sync rollout).",
         (GH + "verl-project/verl/issues/2995", GH + "vllm-project/vllm-ascend/issues/3413"),
     ),
@@ -166,7 +166,8 @@ FAMILIES = {f.id: f for f in (
         "peer (see 'late rank') had not arrived — still busy (rollout, checkpoint), hung, or dead after an error.",
         "Look at the late rank and at any earlier error of another family first. If it was only slow: "
         "`export HCCL_EXEC_TIMEOUT=7200` on every node before `ray start` and `actor_rollout_ref.nccl_timeout=7200` "
-        "(verl's process-group timeout, 600 s by default in 0.9.1: the watchdog's `Timeout(ms)` shows which one fired).",
+        "(verl's process-group timeout, 600 s by default in 0.6.1 and 0.9.1: the watchdog's `Timeout(ms)` shows which "
+        "one fired).",
         (GH + "vllm-project/vllm-ascend/issues/3413", GH + "vllm-project/vllm-ascend/issues/382",
          GH + "vllm-project/vllm-ascend/issues/486"),
     ),
