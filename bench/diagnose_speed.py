@@ -81,7 +81,7 @@ def main(argv=None) -> int:
     parser.add_argument("--mb", type=int, default=200)
     parser.add_argument("--keep", metavar="PATH", help="write the generated log here and keep it")
     args = parser.parse_args(argv)
-    folder = tempfile.mkdtemp(prefix="va-diag-bench-")
+    folder = None if args.keep else tempfile.mkdtemp(prefix="va-diag-bench-")
     path = args.keep or os.path.join(folder, "driver.log")
     size = generate(path, args.mb)
     # reference first (also warms the page cache for the measured run); max RSS of children only grows,
