@@ -14,6 +14,7 @@ COMMAND_MODULES = (
     "verl_ascend.check.command",   # check RECIPE.sh
     "verl_ascend.doctor",          # doctor
     "verl_ascend.logs.command",    # logs LOGFILE...
+    "verl_ascend.diagnose.command",  # diagnose PATH...
     "verl_ascend.convert.command",  # convert (also scripts/converter_hf_to_mcore.py)
     "verl_ascend.data.command",    # gsm8k (also scripts/gsm8k.py)
     "verl_ascend.upstream",        # patches check

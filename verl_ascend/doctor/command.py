@@ -22,7 +22,7 @@ def _read(path):
 def diagnose(args, env=None) -> tuple:
     """(findings, context) for this node. Each group is a local read; `ray` may join the local head."""
     from .. import platform
-    from . import cluster, devices, environment, network, software
+    from . import cluster, devices, environment, known_good, network, ports, software
 
     env = dict(os.environ if env is None else env)
     evidence = platform.ascend_evidence()
@@ -54,11 +54,14 @@ def diagnose(args, env=None) -> tuple:
     if "hccl" not in skipped:
         findings += environment.check_timeouts(env, args.nnodes)
         findings += network.check_port_base(env, network.ephemeral_port_range())
+        findings += ports.check_hccl_ports(env, ephemeral=network.ephemeral_port_range())
     if "env" not in skipped:
         findings += environment.check_visible_devices(env, npu_count)
         findings += environment.check_nofile()
     if "versions" not in skipped:
         findings += software.check_versions(software.installed_versions(), ascend)
+        findings += known_good.check({d: platform.installed_version(d) for d in ("vllm-ascend", "vllm", "torch")}
+                                     | {"torch_npu": platform.installed_version("torch-npu")})
     if "patches" not in skipped:
         from .. import status
 

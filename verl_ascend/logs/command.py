@@ -6,7 +6,7 @@ import sys
 import tempfile
 
 from ..argtypes import positive_int
-from . import parse, throughput
+from . import health, parse, throughput
 
 SUMMARY_PHASES = ("gen", "old_log_prob", "ref", "update_actor", "update_critic", "reward", "adv", "testing", "save_checkpoint")
 
@@ -95,6 +95,11 @@ def _run(args) -> int:
         return 2
     world_sizes = throughput.add_columns(parsed, args.world_size, args.samples_per_step)
     print(summarize(parsed, world_sizes, args.world_size))
+    flags = health.flags(parsed)
+    if flags:
+        print(f"training health: {len(flags)} flag(s)")
+        for flag in flags:
+            print(f"  step {flag.step}: {flag.message}")
     if args.csv:
         columns = write_csv(parsed, args.csv)
         print(f"wrote {args.csv}: {len(parsed.steps)} rows x {columns} columns")
@@ -107,7 +112,7 @@ def _run(args) -> int:
             print(f"verl-ascend logs: {exc}", file=sys.stderr)
             return 2
         print(f"wrote {args.plot}: {', '.join(panels)}")
-    return 1 if parsed.malformed else 0
+    return 1 if parsed.malformed or flags else 0
 
 
 def register(sub) -> None:
@@ -117,7 +122,10 @@ def register(sub) -> None:
         description="Reads verl's per-step console lines ('step:N - key:value - ...', with or without Ray's "
         "'(TaskRunner pid=...)' prefix and colours) from one or more log files (later files win for repeated "
         "steps), computes end-to-end / update / rollout tokens per card per second (seed 003's formulas), "
-        "and prints the last step. Exit 0 ok, 1 when malformed step lines were skipped, 2 on bad input.",
+        "prints the last step, and flags training-health problems with the step where each started (rollout/"
+        "training probability mismatch, reward or response-length collapse, entropy blow-up, memory growth, "
+        "throughput drop). Exit 0 ok, 1 when malformed step lines were skipped or a health flag was raised, "
+        "2 on bad input.",
     )
     p.add_argument("logfiles", nargs="+", metavar="LOGFILE", help="driver console log(s) or grep output of Ray logs")
     p.add_argument("--csv", metavar="OUT", help="write every step's metrics (and throughput columns) as CSV")

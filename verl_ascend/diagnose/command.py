@@ -1,0 +1,45 @@
+"""`verl-ascend diagnose PATH... [--json]`: the first failing rank, the cause and the fix, from a failed run's logs."""
+
+import sys
+
+from . import report, scan
+
+
+def _progress(total, name):
+    from tqdm import tqdm
+
+    return tqdm(total=total, unit="B", unit_scale=True, desc=name, leave=False, disable=None, file=sys.stderr)
+
+
+def _run(args) -> int:
+    try:
+        scanner = scan.scan(args.paths, None if args.json else _progress)
+    except scan.BadInput as exc:
+        print(f"verl-ascend diagnose: {exc}", file=sys.stderr)
+        return 2
+    if not scanner.files:
+        print("verl-ascend diagnose: nothing to read: " + "; ".join(f"{p}: {r}" for p, r in scanner.skipped)
+              + ". Pass text logs (driver log, Ray worker logs, CANN plog).", file=sys.stderr)
+        return 2
+    result = report.build(scanner)
+    print(report.to_json(result) if args.json else report.render(result))
+    return report.exit_code(result)
+
+
+def register(sub) -> None:
+    p = sub.add_parser(
+        "diagnose",
+        help="read a failed run's logs: which rank failed first, why, and what to change",
+        description="Streams driver logs, Ray worker logs, a Ray session's logs folder or CANN's plog folder "
+        "(~/ascend/log/debug/plog) and matches the known failure messages of multi-node verl on Ascend: HCCL "
+        "link-setup and collective timeouts, ports in use, wrong NIC, TLS mismatch, device network, CANN not "
+        "sourced, NPU out of memory, AI Core / runtime errors, stream sync timeouts, Ray without NPUs, file "
+        "handles, timeouts after a long-tail rollout. For each finding: the codes, the earliest failing rank / "
+        "node / device by timestamp across all files, the likely cause, the fix (variables, hccn_tool / npu-smi "
+        "commands) and the public thread it comes from. Warnings and retries are ignored. "
+        "Exit 0 when no failure is found, 1 when failures are found, 2 on bad input.",
+    )
+    p.add_argument("paths", nargs="+", metavar="PATH", help="log files or folders (read recursively)")
+    p.add_argument("--json", action="store_true",
+                   help="print one JSON object (keys: schema, files, lines, first_failure, findings)")
+    p.set_defaults(func=_run)

@@ -1,0 +1,195 @@
+"""Group matched lines into findings (one per family), add what the numbers say, render text or JSON."""
+
+import collections
+import json
+
+from . import table
+
+JSON_SCHEMA_VERSION = 1
+GENERIC = "hccl_call_failed"          # shown only when no specific family explains the run
+TIMEOUTS = ("hccl_exec_timeout", "stream_sync_timeout")
+DEFAULT_CONNECT_TIMEOUT = 120         # s, CANN's default for HCCL_CONNECT_TIMEOUT (quoted in its EI0006 text)
+LONG_GEN_SHARE = 0.5                  # generation over half of the step time: a long-tail step
+
+
+def _where(event) -> dict:
+    out = {"time": event.when.isoformat(sep=" ", timespec="milliseconds") if event.when else None,
+           "file": event.path, "line": event.line}
+    for key in ("rank", "node", "device", "pid"):
+        if key in event.where and event.where[key] is not None:
+            out[key] = event.where[key]
+    out["text"] = event.text
+    return out
+
+
+def _finding(family_id, events, overflow=0, notes=()) -> dict:
+    family = table.FAMILIES[family_id]
+    events = sorted(events, key=lambda e: e.sort_key())
+    first = events[0]
+    timed = [e.when for e in events if e.when]
+    codes = sorted({c for e in events for c in e.codes})
+    ranks = sorted({e.where["rank"] for e in events if e.where.get("rank") is not None})
+    nodes = sorted({e.where["node"] for e in events if e.where.get("node")})
+    details = collections.defaultdict(set)
+    for e in events:
+        for key, value in e.details.items():
+            details[key].add(value)
+    spread = (max(timed) - min(timed)).total_seconds() if len(timed) > 1 else 0.0
+    notes = list(notes) + _notes(family_id, details, spread, events)
+    return {
+        "family": family_id, "title": family.title, "order": family.order,
+        "codes": codes, "lines": len(events) + overflow, "files": len({e.path for e in events}),
+        "ranks": ranks, "nodes": nodes,
+        "first": _where(first),
+        "last_time": max(timed).isoformat(sep=" ", timespec="milliseconds") if timed else None,
+        "spread_s": round(spread, 3),
+        "details": {k: sorted(v, key=lambda x: (len(x), x)) for k, v in details.items()},
+        "cause": family.cause, "notes": notes, "fix": family.fix, "sources": list(family.sources),
+    }
+
+
+def _notes(family_id, details, spread, events) -> list:
+    notes = []
+    if family_id == "hccl_connect_timeout":
+        timeout = max((int(t) for t in details.get("timeout_s", ())), default=DEFAULT_CONNECT_TIMEOUT)
+        if spread > timeout:
+            notes.append(f"reports span {spread:.0f} s, more than the {timeout} s link-setup timeout: ranks reached "
+                         "communicator creation at different times (a late rank) — raise HCCL_CONNECT_TIMEOUT")
+        else:
+            notes.append(f"all reports within {spread:.0f} s (timeout {timeout} s): the ranks arrived together, so "
+                         "the link itself failed — host NIC (HCCL_SOCKET_IFNAME), device network or TLS")
+    if family_id == "hccl_exec_timeout" and details.get("late_rank"):
+        notes.append("late rank(s) named by the waiting ranks: " + ", ".join(sorted(details["late_rank"], key=int))
+                     + " — look at their logs first")
+    if family_id == "hccl_exec_timeout" and details.get("waited_ms"):
+        waited = max(int(v) for v in details["waited_ms"]) / 1000
+        notes.append(f"the collective had waited {waited:.0f} s when the watchdog stopped it")
+    if family_id == "port_in_use" and details.get("port"):
+        notes.append("port(s) in use: " + ", ".join(sorted(details["port"], key=int)))
+    if family_id == "npu_oom" and details.get("alloc"):
+        notes.append("allocation(s) that failed: " + ", ".join(sorted(details["alloc"])))
+    return notes
+
+
+def _tls_events(evidence):
+    """Events for the devices whose TLS switch differs from the others, and a note with the counts."""
+    values = collections.Counter(v for v, *_ in evidence)
+    if len(values) < 2:
+        return [], None
+    from . import context
+    from .scan import Event
+
+    minority = min(values, key=lambda v: (values[v], v))
+    events = []
+    for value, path, line, text, stamp, where in evidence:
+        if value == minority:
+            event = Event("tls_mismatch", path, line, text, stamp, None, {k: v for k, v in where.items() if v is not None})
+            event.when = context.resolve(stamp, stamp[0] if stamp else None)
+            events.append(event)
+    note = ("TLS switch values seen: " + ", ".join(f"{v} on {n} device line(s)" for v, n in sorted(values.items()))
+            + f"; the devices with the less common value {minority} are listed")
+    return events, note
+
+
+def _long_tail(scanner, findings) -> list:
+    timeouts = [f for f in findings if f["family"] in TIMEOUTS]
+    if not timeouts:
+        return []
+    why = []
+    if scanner.evidence["rollout"]:
+        path, line, text = scanner.evidence["rollout"][0]
+        why.append(f"a rollout was in progress ({path}:{line}: {text[:160]})")
+    steps = scanner.evidence["steps"]
+    if steps:
+        path, line, step, m = steps
+        gen, total = m.get("timing_s/gen"), m.get("timing_s/step")
+        if gen and total and gen / total > LONG_GEN_SHARE:
+            clip = m.get("response_length/clip_ratio")
+            why.append(f"step {step} spent {gen:.0f} of {total:.0f} s generating"
+                       + (f", {clip:.1%} of responses hit max length" if clip else ""))
+    if not why:
+        return []
+    events = [e for e in scanner.events if e.family in TIMEOUTS]
+    return [_finding("rollout_long_tail", events, notes=["evidence: " + "; ".join(why)])]
+
+
+def build(scanner) -> dict:
+    by_family = collections.defaultdict(list)
+    for event in scanner.events:
+        by_family[event.family].append(event)
+    tls_events, tls_note = _tls_events(scanner.evidence["tls"])
+    by_family["tls_mismatch"] += tls_events
+    findings = [_finding(f, evs, scanner.overflow.get(f, 0), notes=[tls_note] if f == "tls_mismatch" and tls_note else ())
+                for f, evs in by_family.items() if evs]
+    findings += _long_tail(scanner, findings)
+    generic_lines = 0
+    if any(f["family"] != GENERIC for f in findings):
+        generic_lines = sum(f["lines"] for f in findings if f["family"] == GENERIC)
+        findings = [f for f in findings if f["family"] != GENERIC]
+    findings.sort(key=lambda f: (f["order"], f["first"]["time"] is None, f["first"]["time"] or ""))
+    first = None
+    candidates = [e for e in scanner.events if e.family != GENERIC or not generic_lines]
+    if candidates:
+        earliest = min(candidates, key=lambda e: e.sort_key())
+        first = dict(_where(earliest), family=earliest.family)
+    return {
+        "schema": JSON_SCHEMA_VERSION,
+        "files": len(scanner.files), "lines": scanner.lines, "bytes": scanner.bytes,
+        "skipped": [{"file": p, "reason": r} for p, r in scanner.skipped],
+        "first_failure": first,
+        "findings": findings,
+        "generic_hccl_lines": generic_lines,
+    }
+
+
+def exit_code(result) -> int:
+    return 1 if result["findings"] else 0
+
+
+def to_json(result) -> str:
+    return json.dumps(result, ensure_ascii=False, indent=None)
+
+
+def _place(w) -> str:
+    parts = [f"{k} {w[k]}" for k in ("rank", "device", "node", "pid") if k in w]
+    return ", ".join(parts) or "rank unknown"
+
+
+def render(result) -> str:
+    lines = []
+    n = len(result["findings"])
+    scope = f"{result['files']} file(s), {result['lines']:,} lines"
+    if not n:
+        lines.append(f"no known failure in {scope}")
+        for s in result["skipped"]:
+            lines.append(f"skipped {s['file']}: {s['reason']}")
+        return "\n".join(lines)
+    lines.append(f"{n} finding(s) in {scope}")
+    first = result["first_failure"]
+    if first:
+        lines.append(f"first failure: {first['time'] or 'time unknown'}, {_place(first)} "
+                     f"({first['family']}) at {first['file']}:{first['line']}")
+    for i, f in enumerate(result["findings"], 1):
+        lines.append("")
+        lines.append(f"[{i}] {f['title']} ({f['family']})")
+        if f["codes"]:
+            lines.append(f"    codes:  {', '.join(f['codes'])}")
+        span = f"{f['first']['time']} .. {f['last_time']}" if f["last_time"] else "no timestamps"
+        ranks = f["ranks"]
+        shown = ", ".join(map(str, ranks[:16])) + (f", ... ({len(ranks)} ranks)" if len(ranks) > 16 else "")
+        lines.append(f"    seen:   {f['lines']} line(s) in {f['files']} file(s); ranks [{shown}]"
+                     + (f"; nodes {', '.join(f['nodes'])}" if f["nodes"] else "") + f"; {span}")
+        w = f["first"]
+        lines.append(f"    first:  {w['time'] or 'time unknown'}, {_place(w)} — {w['file']}:{w['line']}")
+        lines.append(f"            {w['text'][:240]}")
+        lines.append(f"    cause:  {f['cause']}")
+        for note in f["notes"]:
+            lines.append(f"    note:   {note}")
+        lines.append(f"    fix:    {f['fix']}")
+        lines.append(f"    source: {' '.join(f['sources'])}")
+    if result["generic_hccl_lines"]:
+        lines.append("")
+        lines.append(f"({result['generic_hccl_lines']} generic 'HCCL call failed' line(s) are the echo of the findings above)")
+    for s in result["skipped"]:
+        lines.append(f"skipped {s['file']}: {s['reason']}")
+    return "\n".join(lines)

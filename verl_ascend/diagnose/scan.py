@@ -1,0 +1,305 @@
+"""Stream log files and folders, keep only the lines the table knows, with when and where they happened.
+
+Memory stays bounded on any input: files are read in blocks of ``BLOCK`` bytes, a block holding none
+of the table's keywords is only counted, and in the others only the lines around a keyword are
+decoded. At most ``MAX_EVENTS`` matched lines are kept (the rest are counted per family).
+"""
+
+import dataclasses
+import datetime
+import os
+import re
+
+from . import context, table
+
+BLOCK = 4 << 20
+MAX_EVENTS = 50_000
+LOG_SUFFIXES = (".log", ".out", ".err", ".txt")
+ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\[\d{1,2}(?:;\d{1,2})*m")
+_YEAR = re.compile(rb"(?<!\d)(20\d\d)-\d\d-\d\d[-T ]\d\d:\d\d:\d\d")
+STEP_KEY = "timing_s/gen:"
+NEAR = 5                      # lines: a message without time or rank borrows them from the next such line of its process
+_CODES = re.compile(r"\b(E[A-Z]\d{4}|ERR\d{5})\b")
+_ERRNO = re.compile(r"error code is (\d+)")
+_ACL = re.compile(r"\bACL_ERROR_RT_\w+")
+_DETAILS = {
+    "port": re.compile(r"port\[(\d+)\]|port: (\d+)|:(\d{4,5})\b.*EADDRINUSE"),
+    "timeout_s": re.compile(r"timeout\[(\d+)\s*s?\]|connect timeout interval \((\d+)s"),
+    "late_rank": re.compile(r"remote rank: ?\[(\d+)\]"),
+    "waited_ms": re.compile(r"ran for (\d+) milliseconds"),
+    "alloc": re.compile(r"Tried to allocate ([\d.]+ ?[KMGT]?i?B)"),
+}
+
+
+@dataclasses.dataclass
+class Event:
+    family: str
+    path: str
+    line: int
+    text: str
+    stamp: tuple = None          # context.timestamp(); resolved into ``when`` once the file's year is known
+    when: datetime.datetime = None
+    where: dict = dataclasses.field(default_factory=dict)
+    codes: tuple = ()
+    details: dict = dataclasses.field(default_factory=dict)
+
+    def sort_key(self):
+        # events with a time first, by time; then the rest in reading order
+        return (self.when is None, self.when or datetime.datetime.min, self.path, self.line)
+
+
+class BadInput(Exception):
+    """A PATH that cannot be read as logs; the message names it and what to pass instead."""
+
+
+def expand(paths) -> list:
+    """Every log file under the given files/folders, in a stable order. Raises BadInput."""
+    files = []
+    for path in paths:
+        if os.path.isfile(path):
+            files.append(path)
+        elif os.path.isdir(path):
+            found = []
+            for root, dirs, names in os.walk(path):
+                dirs.sort()
+                for name in sorted(names):
+                    full = os.path.join(root, name)
+                    if (name.endswith(LOG_SUFFIXES) or "." not in name) and os.path.isfile(full):
+                        found.append(full)
+            if not found:
+                raise BadInput(f"{path}: folder holds no log files (*.log, *.out, *.err, *.txt); pass the driver log, "
+                               "a Ray session's logs folder (/tmp/ray/session_latest/logs) or CANN's plog folder "
+                               "(~/ascend/log/debug/plog)")
+            files += found
+        elif os.path.exists(path):
+            raise BadInput(f"{path}: not a regular file or folder")
+        else:
+            raise BadInput(f"{path}: no such file or folder")
+    for path in files:
+        if not os.access(path, os.R_OK):
+            raise BadInput(f"{path}: not readable (permissions); copy the logs somewhere readable or run as their owner")
+    return files
+
+
+class Scanner:
+    def __init__(self):
+        self.rules = [(r, r.compiled()) for r in table.RULES]
+        self.loud_rules = [(r, p) for r, p in self.rules if r.any_level]
+        # verl's step lines are evidence and only the last one counts: one rfind per block, not a visit per line
+        self.literals = [a.encode() for a in table.SCAN_LITERALS if a != STEP_KEY]
+        self.events = []
+        self.overflow = {}            # family -> matched lines beyond MAX_EVENTS
+        self.evidence = {"rollout": [], "tls": [], "steps": None, "step_line": None}
+        self.pid_where = {}           # pid -> {rank, device, node} learned from matched lines
+        self.files = []
+        self.skipped = []             # (path, reason)
+        self.lines = 0
+        self.bytes = 0
+        self.year = None              # any full year seen, for year-less stamps of files without one
+
+    # -- reading ------------------------------------------------------------------------------------
+    def scan_file(self, path, progress=None):
+        pending = []                  # events whose stamp lacks a year, until the file shows one
+        state = {"year": None, "pending": pending, "untimed": []}
+        base_line = 0
+        with open(path, "rb") as fh:
+            head = fh.read(8192)
+            if b"\x00" in head:
+                self.skipped.append((path, "binary file"))
+                return
+            fh.seek(0)
+            self.files.append(path)
+            tail = b""
+            open_line = False
+            while True:
+                block = fh.read(BLOCK)
+                if not block and not tail:
+                    break
+                data = tail + block
+                if block:
+                    cut = data.rfind(b"\n") + 1
+                    if cut == 0:                     # one huge line: keep reading
+                        tail = data
+                        if len(tail) < 4 * BLOCK:
+                            continue
+                        cut = len(data)
+                    data, tail = data[:cut], data[cut:]
+                else:
+                    tail = b""
+                self._block(path, data, base_line, state)
+                base_line += data.count(b"\n")  # a line cut by a forced split continues in the next block
+                open_line = bool(data) and not data.endswith(b"\n")
+                self.bytes += len(data)
+                if progress is not None:
+                    progress.update(len(data))
+        self.lines += base_line + (1 if open_line else 0)
+        year = state["year"] or self.year or datetime.datetime.now().year
+        for event in pending:
+            event.when = context.resolve(event.stamp, year)
+
+    def _block(self, path, data, base_line, state):
+        if state["year"] is None:   # year-less stamps (glog, vLLM) take the file's year
+            m = _YEAR.search(data)
+            if m:
+                state["year"] = self.year = int(m.group(1))
+        pos = data.rfind(STEP_KEY.encode())
+        if pos != -1:
+            start = data.rfind(b"\n", 0, pos) + 1
+            end = data.find(b"\n", pos)
+            text = ANSI.sub("", data[start:len(data) if end == -1 else end].decode("utf-8", "replace"))
+            self.evidence["step_line"] = (path, base_line + data.count(b"\n", 0, start) + 1, text)
+        spans = set()
+
+        def add(pos):
+            start = data.rfind(b"\n", 0, pos) + 1
+            end = data.find(b"\n", pos)
+            end = len(data) if end == -1 else end
+            spans.add((start, end))
+            return end
+
+        for kw in self.literals:
+            pos = data.find(kw)
+            while pos != -1:
+                pos = data.find(kw, add(pos))
+        pos = 0
+        while True:
+            m = table.SCAN_REGEX.search(data, pos)
+            if not m:
+                break
+            pos = add(m.start())
+        if not spans:
+            return
+        line_no, counted_to = base_line, 0
+        for start, end in sorted(spans):
+            line_no += data.count(b"\n", counted_to, start)
+            counted_to = start
+            text = ANSI.sub("", data[start:end].decode("utf-8", "replace")).rstrip("\r")
+            self._line(path, line_no + 1, text, state)
+
+    # -- one candidate line -------------------------------------------------------------------------
+    def _line(self, path, line_no, text, state):
+        stamp = context.timestamp(text)
+        if stamp and stamp[0] is not None:
+            state["year"] = self.year = stamp[0]
+        self._evidence(path, line_no, text)
+        self._borrow(line_no, text, stamp, state)
+        matched = None
+        # a warning / info line can only match the few rules written for messages printed at that level
+        for rule, pattern in self.loud_rules if context.is_quiet(text) else self.rules:
+            if any(k in text for k in rule.keywords) and pattern.search(text):
+                if matched is None or table.FAMILIES[rule.family].order < table.FAMILIES[matched].order:
+                    matched = rule.family
+        if matched is not None:
+            self._record(matched, path, line_no, text, stamp, state)
+
+    def _borrow(self, line_no, text, stamp, state):
+        """Give earlier matched lines of the same process that lacked a time / rank this line's."""
+        untimed = [(e, n) for e, n in state["untimed"] if line_no - n <= NEAR]
+        state["untimed"] = untimed
+        if not untimed:
+            return
+        where = context.where(text)
+        self._learn(where)
+        for event, _ in untimed:
+            if event.where.get("pid") not in (None, where.get("pid")):
+                continue
+            if event.stamp is None and stamp is not None:
+                event.stamp = stamp
+                year = stamp[0] or state["year"]
+                if year is None:
+                    state["pending"].append(event)
+                else:
+                    event.when = context.resolve(stamp, year)
+            for key, value in where.items():
+                event.where.setdefault(key, value)
+
+    def _learn(self, where):
+        pid = where.get("pid")
+        if pid is not None:
+            known = self.pid_where.setdefault(pid, {})
+            for key in ("rank", "device", "node"):
+                if key in where:
+                    known.setdefault(key, where[key])
+
+    def _record(self, family, path, line_no, text, stamp, state):
+        where = context.where(text)
+        if "pid" not in where:
+            pid = context.pid_from_path(path)
+            if pid is not None:
+                where["pid"] = pid
+        if "device" not in where:
+            device = context.where(path).get("device")
+            if device is not None:
+                where["device"] = device
+        self._learn(where)
+        if len(self.events) >= MAX_EVENTS:
+            self.overflow[family] = self.overflow.get(family, 0) + 1
+            return
+        codes = set(_CODES.findall(text)) | set(_ACL.findall(text))
+        for n in _ERRNO.findall(text):
+            name = table.HCCL_RESULT.get(int(n)) if "HCCL" in text or "hccl" in text else None
+            codes.add(f"error code {n}" + (f" ({name})" if name else ""))
+        details = {}
+        for key, pattern in _DETAILS.items():
+            m = pattern.search(text)
+            if m:
+                details[key] = next(g for g in m.groups() if g is not None)
+        event = Event(family, path, line_no, text.strip()[:400], stamp, None, where, tuple(sorted(codes)), details)
+        if stamp is not None:
+            year = stamp[0] or state["year"]
+            if year is None:
+                state["pending"].append(event)
+            else:
+                event.when = context.resolve(stamp, year)
+        if stamp is None or "rank" not in where:
+            state["untimed"].append((event, line_no))
+        self.events.append(event)
+
+    def _evidence(self, path, line_no, text):
+        m = table.EVIDENCE["tls"].search(text)
+        if m:
+            value = m.group(1) or m.group(2)
+            where = context.where(text)
+            where.setdefault("device", context.where(path).get("device"))
+            self.evidence["tls"].append((value, path, line_no, text.strip()[:400], context.timestamp(text), where))
+        elif table.EVIDENCE["rollout"].search(text) and len(self.evidence["rollout"]) < 100:
+            self.evidence["rollout"].append((path, line_no, text.strip()[:400]))
+
+    # -- after all files ------------------------------------------------------------------------------
+    def finish(self):
+        """Fill rank/device/node of each event from what other lines said about its pid; parse the last step line."""
+        if self.evidence["step_line"]:
+            from ..logs import parse
+
+            path, line_no, text = self.evidence["step_line"]
+            try:
+                parsed = parse.parse_line(text)
+            except ValueError:
+                parsed = None
+            if parsed:
+                self.evidence["steps"] = (path, line_no, parsed[0], parsed[1])
+        for event in self.events:
+            known = self.pid_where.get(event.where.get("pid"))
+            if known:
+                for key, value in known.items():
+                    event.where.setdefault(key, value)
+            if event.when is None and event.stamp is not None:
+                event.when = context.resolve(event.stamp, self.year or datetime.datetime.now().year)
+        return self
+
+
+def scan(paths, progress_factory=None) -> Scanner:
+    files = expand(paths)
+    scanner = Scanner()
+    total = sum(os.path.getsize(f) for f in files)
+    bar = progress_factory(total, "diagnose") if progress_factory else None
+    try:
+        for path in files:
+            try:
+                scanner.scan_file(path, bar)
+            except OSError as exc:
+                raise BadInput(f"{path}: cannot be read ({exc.strerror or exc})") from exc
+    finally:
+        if bar is not None:
+            bar.close()
+    return scanner.finish()

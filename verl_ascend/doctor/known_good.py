@@ -1,0 +1,71 @@
+"""Known-good version sets for the rollout stack, as data with their source, and this node's mismatches.
+
+vllm-ascend publishes which vLLM, CANN and PyTorch / torch_npu each of its releases was built and
+tested with (its "Release compatibility matrix"). A node whose vllm / torch / torch_npu differ from
+the row of its installed vllm-ascend is the version-mismatch failure users report most (import
+errors, missing ops, `aclnn... error code is 561xxx`). The table is copied as data from the file
+and commit named in SOURCE; add rows from newer releases of that file.
+"""
+
+from .findings import ok, skip, warn
+
+SOURCE = ("https://github.com/vllm-project/vllm-ascend/blob/01f8a0b0ab1919c8b4a2481b40d6ce175d964708/"
+          "docs/source/community/versioning_policy.md")
+COLUMNS = ("vllm-ascend", "vllm", "cann", "torch", "torch_npu")
+ROWS = (
+    ("0.12.0rc1", "0.12.0", "8.3.RC2", "2.8.0", "2.8.0"),
+    ("0.11.0", "0.11.0", "8.3.RC2", "2.7.1", "2.7.1.post1"),
+    ("0.11.0rc3", "0.11.0", "8.3.RC2", "2.7.1", "2.7.1.post1"),
+    ("0.11.0rc2", "0.11.0", "8.3.RC2", "2.7.1", "2.7.1"),
+    ("0.11.0rc1", "0.11.0", "8.3.RC1", "2.7.1", "2.7.1"),
+    ("0.11.0rc0", "0.11.0rc3", "8.2.RC1", "2.7.1", "2.7.1.dev20250724"),
+    ("0.10.2rc1", "0.10.2", "8.2.RC1", "2.7.1", "2.7.1.dev20250724"),
+    ("0.10.1rc1", "0.10.1", "8.2.RC1", "2.7.1", "2.7.1.dev20250724"),  # vllm 0.10.1 or 0.10.1.1
+    ("0.10.0rc1", "0.10.0", "8.2.RC1", "2.7.1", "2.7.1.dev20250724"),
+    ("0.9.2rc1", "0.9.2", "8.1.RC1", "2.5.1", "2.5.1.post1.dev20250619"),
+    ("0.9.1", "0.9.1", "8.2.RC1", "2.5.1", "2.5.1.post1"),
+    ("0.9.0rc2", "0.9.0", "8.1.RC1", "2.5.1", "2.5.1"),
+    ("0.8.5rc1", "0.8.5.post1", "8.1.RC1", "2.5.1", "2.5.1"),
+    ("0.7.3.post1", "0.7.3", "8.1.RC1", "2.5.1", "2.5.1"),
+    ("0.7.3", "0.7.3", "8.1.RC1", "2.5.1", "2.5.1"),
+)
+ALSO_OK = {("0.10.1rc1", "vllm"): ("0.10.1.1",)}
+
+
+def _local(version: str) -> str:
+    return version.split("+", 1)[0]  # 2.7.1+cpu and 2.7.1 are the same release for this check
+
+
+def row_for(vllm_ascend: str):
+    v = _local(vllm_ascend)
+    for row in ROWS:
+        if row[0] == v:
+            return dict(zip(COLUMNS, row))
+    return None
+
+
+def check(versions, cann_version="") -> list:
+    """versions: dist name -> installed version ('' when absent) for vllm-ascend, vllm, torch, torch_npu."""
+    name = "versions.known_good"
+    va = versions.get("vllm-ascend", "")
+    if not va:
+        return [skip(name, "vllm-ascend not installed: no known-good row to compare against")]
+    row = row_for(va)
+    if row is None:
+        return [skip(name, f"vllm-ascend {va} is not in the known-good table (rows {ROWS[-1][0]}..{ROWS[0][0]}, "
+                     f"from {SOURCE})", "compare by hand with vllm-ascend's release compatibility matrix")]
+    have = dict(versions, cann=cann_version)
+    wrong = []
+    for column in ("vllm", "torch", "torch_npu", "cann"):
+        got = _local(have.get(column, "") or "")
+        if not got:
+            continue
+        if got != row[column] and got not in ALSO_OK.get((row["vllm-ascend"], column), ()):
+            wrong.append(f"{column} {got} (tested: {row[column]})")
+    if not wrong:
+        return [ok(name, f"vllm-ascend {va} with the versions it was released for")]
+    want = ", ".join(f"{c} {row[c]}" for c in ("vllm", "torch", "torch_npu", "cann"))
+    return [warn(name, f"vllm-ascend {va} was released for {want}; this node has " + "; ".join(wrong),
+                 f"install the tested set (pip install vllm=={row['vllm']} torch=={row['torch']} "
+                 f"torch-npu=={row['torch_npu']}, CANN {row['cann']}) or the vllm-ascend release matching what you "
+                 f"have; table: {SOURCE}")]
