@@ -64,10 +64,28 @@ def run_plan(plan: list) -> list:
             results.append({"name": entry["name"], "rc": 0, "stderr": "", **views(entry["views"])})
             continue
         err = io.StringIO()
-        with contextlib.redirect_stderr(err):
+        with contextlib.redirect_stderr(err), _interrupted(entry.get("interrupt")):
             rc = main(entry["argv"])
         results.append({"name": entry["name"], "rc": rc, "stderr": err.getvalue()[-4000:]})
     return results
+
+
+@contextlib.contextmanager
+def _interrupted(stage):
+    """stage "verify": Ctrl-C arrives when the verification starts (the checkpoint is in place)."""
+    from verl_ascend.convert import verify as verify_module
+
+    real = verify_module.verify
+
+    def ctrl_c(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    if stage == "verify":
+        verify_module.verify = ctrl_c
+    try:
+        yield
+    finally:
+        verify_module.verify = real
 
 
 def plant(ckpt_path: str, tensor: str) -> None:

@@ -8,6 +8,7 @@ seconds on the shared 2-core CI machine.
 """
 
 import json
+import os
 import shutil
 import signal
 import subprocess
@@ -81,6 +82,8 @@ def ws1(work):
         ("again", ["--hf_model_path", hf["qwen2"], "--output_path", out["qwen2"]]),
         ("overwrite", ["--hf_model_path", hf["qwen2"], "--output_path", out["qwen2"], "--dtype", "fp32",
                        "--overwrite"]),
+        ("ctrl-c in verify", {"argv": ["--hf_model_path", hf["qwen2"], "--output_path", str(root / "qwen2-ctrl-c"),
+                                       "--dtype", "fp32", "--verify"], "interrupt": "verify"}),
         ("dense keys", {"keys": out["qwen3"]}),
         ("moe keys", {"keys": out["qwen3_moe"]}),
         ("dense views", {"views": hf["qwen3"]}),
@@ -124,6 +127,28 @@ def test_convert_world_size_1_verifies_tensors_and_logits(ws1):
         assert meta, name
     # nothing left beside the outputs: the temporary directories were renamed into place
     assert not [p for p in out["qwen2"].parent.iterdir() if ".tmp-" in p.name]
+
+
+def test_checkpoint_records_how_it_was_verified(ws1):
+    out, _ = ws1
+    info = json.loads((out["qwen3"] / "verl_ascend_convert.json").read_text())
+    assert info["verification"]["status"] == "passed"
+    assert info["verification"]["reloaded_as"]["world_size"] == 1
+    # converted without --verify (the --overwrite run): the record says so
+    info = json.loads((out["qwen2"] / "verl_ascend_convert.json").read_text())
+    assert info["verification"]["status"] == "not run"
+    assert oct((out["qwen3"] / "verl_ascend_convert.json").stat().st_mode & 0o777) != oct(0o600)
+
+
+def test_ctrl_c_during_verify_says_the_checkpoint_is_complete_not_verified(ws1):
+    out, results = ws1
+    result = results["ctrl-c in verify"]
+    ckpt = out["qwen2"].parent / "qwen2-ctrl-c"
+    assert result["rc"] == 130
+    assert "nothing was written" not in result["stderr"]
+    assert f"checkpoint at {ckpt} is complete but not verified" in result["stderr"]
+    assert (ckpt / "metadata.json").is_file()
+    assert json.loads((ckpt / "verl_ascend_convert.json").read_text())["verification"]["status"] == "not run"
 
 
 def test_checkpoint_keys_match_the_transformer_engine_layout(ws1):
@@ -262,6 +287,19 @@ def test_bad_input_exits_2(tmp_path, capsys, monkeypatch, case, argv_extra, expe
     assert rc == 2, err
     assert expected in err
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.verl_agnostic
+def test_unwritable_output_folder_exits_2_before_any_work(tmp_path):
+    hf = _tiny_checkpoint(tmp_path / "hf")
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    # read-only in a bubblewrap mount namespace: not writable even for root
+    proc = subprocess.run(["bwrap", "--dev-bind", "/", "/", "--ro-bind", str(locked), str(locked), sys.executable,
+                           "-m", "verl_ascend", "convert", "--hf_model_path", str(hf), "--output_path",
+                           str(locked / "out")], env=clean_env(**ENV), capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "not writable" in proc.stderr and str(locked) in proc.stderr and "Traceback" not in proc.stderr
 
 
 @pytest.mark.verl_agnostic

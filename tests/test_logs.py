@@ -1,12 +1,15 @@
 """`verl-ascend logs` on a fixture holding seed 003's real step line plus synthetic steps."""
 
 import csv
+import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-from subproc import run_cli
+from subproc import clean_env, run_cli
 from verl_ascend.logs import parse, throughput
 
 pytestmark = pytest.mark.verl_agnostic
@@ -105,7 +108,38 @@ def test_cli_writes_csv_and_plot_and_summarizes_last_step(tmp_path):
     blue = (31, 119, 180)  # matplotlib's first colour: the first series of every panel
     for box in [(0, 0, w // 2, h // 2), (w // 2, 0, w, h // 2), (0, h // 2, w // 2, h), (w // 2, h // 2, w, h)]:
         assert _quadrant_has_colour(image, box, blue), f"panel {box} is blank"
-    assert not list(tmp_path.glob(".logs-*"))  # temp files renamed or removed
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # temp files renamed or removed
+    umask = os.umask(0)
+    os.umask(umask)
+    for written in (out_csv, out_png):  # like any file the user creates, not mkstemp's 0600
+        assert written.stat().st_mode & 0o777 == 0o666 & ~umask
+
+
+def test_plot_format_follows_the_file_name_or_is_refused(tmp_path):
+    log = tmp_path / "run.log"
+    shutil.copy(FIXTURE, log)
+    pdf = run_cli("logs", str(log), "--plot", str(tmp_path / "steps.pdf"), timeout=120)
+    assert pdf.returncode == 1, pdf.stderr
+    assert (tmp_path / "steps.pdf").read_bytes().startswith(b"%PDF")
+    jpg = run_cli("logs", str(log), "--plot", str(tmp_path / "steps.jpg"), timeout=60)
+    assert jpg.returncode == 2 and ".png, .pdf, .svg" in jpg.stderr and not (tmp_path / "steps.jpg").exists()
+
+
+def test_output_that_cannot_be_written_exits_2_without_a_traceback(tmp_path):
+    log = tmp_path / "run.log"
+    shutil.copy(FIXTURE, log)
+    folder = run_cli("logs", str(log), "--csv", str(tmp_path), timeout=60)
+    assert folder.returncode == 2 and "is a directory" in folder.stderr and "Traceback" not in folder.stderr
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    # a folder this process cannot write to, even as root: read-only in a bubblewrap mount namespace
+    for option, name in (("--csv", "x.csv"), ("--plot", "x.png")):
+        proc = subprocess.run(["bwrap", "--dev-bind", "/", "/", "--ro-bind", str(locked), str(locked),
+                               sys.executable, "-m", "verl_ascend", "logs", str(log), option, str(locked / name)],
+                              env=clean_env(), capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 2, proc.stdout + proc.stderr
+        assert "not writable" in proc.stderr and "Traceback" not in proc.stderr
+    assert list(locked.iterdir()) == []
 
 
 def test_clean_log_exits_0_and_bad_input_exits_2(tmp_path):

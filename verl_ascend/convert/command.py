@@ -55,16 +55,30 @@ def register(sub) -> None:
                             description=__doc__.split("\n")[0], epilog=EXAMPLES,
                             formatter_class=argparse.RawDescriptionHelpFormatter)
     add_arguments(parser)
-    parser.set_defaults(func=run)
+    parser.set_defaults(func=_guarded)
 
 
-def main(argv=None) -> int:
-    args = build_parser().parse_args(argv)
+# What an interruption leaves behind: set once the checkpoint is in place (rank 0's view).
+_state = {"complete": None}
+
+
+def interrupted_message(output_path: str) -> str:
+    if _state["complete"]:
+        return (f"interrupted during verification: the checkpoint at {_state['complete']} is complete but not "
+                "verified (its verl_ascend_convert.json says so); check it later with --verify_only")
+    return f"interrupted: nothing was written to --output_path {output_path}"
+
+
+def _guarded(args) -> int:
     try:
         return run(args)
     except KeyboardInterrupt:
-        print("interrupted: nothing was written to --output_path", file=sys.stderr)
+        print(interrupted_message(args.output_path), file=sys.stderr)
         return 130
+
+
+def main(argv=None) -> int:
+    return _guarded(build_parser().parse_args(argv))
 
 
 def _alternative_layout(layout, ckpt, device):
@@ -118,7 +132,7 @@ def _run_checked(args, ckpt, layout, device, backend) -> int:
     from . import runtime
     from .model import DTYPES
     from .verify import VerifyError, verify
-    from .writer import INFO_FILE, convert
+    from .writer import INFO_FILE, convert, record_verification
 
     runtime.init_distributed(device, backend)
     rank = dist.get_rank()
@@ -138,14 +152,20 @@ def _run_checked(args, ckpt, layout, device, backend) -> int:
         summary["written"] = convert(ckpt, args.output_path, layout, dtype, device,
                                      on_host=args.use_cpu_initialization or device == "cpu",
                                      progress=progress(f"convert {layout}"))
+        _state["complete"] = os.path.abspath(args.output_path)
     if args.verify or args.verify_only:
         check = layout if args.verify_only else _alternative_layout(layout, ckpt, device)
+        how = {"tp": check.tp, "pp": check.pp, "ep": check.ep, "world_size": check.world}
         try:
             summary["verified"] = verify(ckpt, args.output_path, check, dtype, device, progress(f"verify {check}"))
         except VerifyError as exc:
             if rank == 0:
+                record_verification(args.output_path, {"status": "failed", "reloaded_as": how, "error": str(exc)})
                 print(f"verification FAILED: {exc}", file=sys.stderr)
             return 1
+        if rank == 0:
+            record_verification(args.output_path, {"status": "passed", "reloaded_as": how,
+                                                   "result": summary["verified"]})
     if rank == 0:
         print(json.dumps(summary))
     return 0

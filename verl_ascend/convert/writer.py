@@ -29,6 +29,24 @@ def check_output(path: str, overwrite: bool) -> None:
     parent = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(parent):
         raise ConvertError(f"the parent folder of --output_path does not exist: {parent!r}. Fix: create it.")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise ConvertError(f"the parent folder of --output_path is not writable by this user: {parent!r} (the "
+                           "checkpoint is written beside it first, then renamed). Fix: choose another --output_path.")
+
+
+def record_verification(output_path: str, verification: dict) -> None:
+    """Add how --verify / --verify_only went to the checkpoint's INFO_FILE (rank 0; rename, never half-written)."""
+    from .. import outfiles
+
+    path = os.path.join(output_path, INFO_FILE)
+    try:
+        with open(path) as f:
+            info = json.load(f)
+    except (OSError, ValueError):
+        return  # converted by another tool: its folder is not ours to add to
+    info["verification"] = verification
+    with outfiles.atomic(path) as tmp, open(tmp, "w") as f:
+        json.dump(info, f, indent=1)
 
 
 def _temp_dir(path: str) -> str:
@@ -96,7 +114,8 @@ def convert(ckpt: HFCheckpoint, output_path: str, layout: Layout, dtype, device:
         del model  # its host copies are now owned by the saved state alone
         info = {"hf_model_path": os.path.abspath(ckpt.path), "model_type": ckpt.model_type,
                 "dtype": str(dtype).replace("torch.", ""), "tp": layout.tp, "pp": layout.pp, "ep": layout.ep,
-                "world_size": layout.world, "tensors": len(ckpt.weight_map)}
+                "world_size": layout.world, "tensors": len(ckpt.weight_map),
+                "verification": {"status": "not run", "how": "run the converter with --verify_only to check it"}}
         dist.barrier()
         if rank == 0:
             with open(os.path.join(tmp, INFO_FILE), "w") as f:

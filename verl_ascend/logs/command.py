@@ -3,8 +3,8 @@
 import csv
 import os
 import sys
-import tempfile
 
+from .. import outfiles
 from ..argtypes import positive_int
 from . import health, parse, throughput
 
@@ -19,18 +19,11 @@ def _progress(total, name):
 
 def write_csv(parsed, out_path: str) -> int:
     columns = ["step"] + parsed.keys()
-    folder = os.path.dirname(os.path.abspath(out_path))
-    fd, tmp = tempfile.mkstemp(prefix=".logs-", suffix=".csv", dir=folder)
-    try:
-        with os.fdopen(fd, "w", newline="") as fh:
-            writer = csv.writer(fh)
-            writer.writerow(columns)
-            for step, metrics in parsed.steps.items():
-                writer.writerow([step] + [repr(metrics[k]) if k in metrics else "" for k in columns[1:]])
-        os.replace(tmp, out_path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+    with outfiles.atomic(out_path, ".csv") as tmp, open(tmp, "w", newline="") as fh:
+        writer = csv.writer(fh)
+        writer.writerow(columns)
+        for step, metrics in parsed.steps.items():
+            writer.writerow([step] + [repr(metrics[k]) if k in metrics else "" for k in columns[1:]])
     return len(columns)
 
 
@@ -81,11 +74,17 @@ def _run(args) -> int:
     if missing:
         print(f"verl-ascend logs: no such file: {', '.join(missing)}", file=sys.stderr)
         return 2
+    from .plot import FORMATS
+
     for option, path in (("--csv", args.csv), ("--plot", args.plot)):
-        if path and not os.path.isdir(os.path.dirname(os.path.abspath(path))):
-            print(f"verl-ascend logs: {option} {path}: directory {os.path.dirname(os.path.abspath(path))} does not exist",
-                  file=sys.stderr)
+        why = path and outfiles.problem(option, path)
+        if why:
+            print(f"verl-ascend logs: {why}", file=sys.stderr)
             return 2
+    if args.plot and os.path.splitext(args.plot)[1].lower() not in FORMATS:
+        print(f"verl-ascend logs: --plot {args.plot}: the file name must end in one of {', '.join(FORMATS)} "
+              "(the format is taken from it)", file=sys.stderr)
+        return 2
     parsed = parse.parse_files(args.logfiles, _progress)
     if not parsed.steps:
         print(f"verl-ascend logs: no verl step lines ('step:N - key:value - ...') in {', '.join(args.logfiles)}"
@@ -129,7 +128,8 @@ def register(sub) -> None:
     )
     p.add_argument("logfiles", nargs="+", metavar="LOGFILE", help="driver console log(s) or grep output of Ray logs")
     p.add_argument("--csv", metavar="OUT", help="write every step's metrics (and throughput columns) as CSV")
-    p.add_argument("--plot", metavar="OUT.png", help="write reward, response length, timing and throughput panels")
+    p.add_argument("--plot", metavar="OUT.png", help="write reward, response length, timing and throughput panels "
+                   "(.png, .pdf or .svg, from the file name)")
     p.add_argument("--world-size", type=positive_int, metavar="N",
                    help="NPUs of the job (nnodes x n_gpus_per_node); default: inferred from perf/throughput")
     p.add_argument("--samples-per-step", type=positive_int, metavar="N",

@@ -1,8 +1,7 @@
-"""One PNG with the panels a GRPO run is watched by: reward, response length, time per phase,
+"""One figure (PNG, PDF or SVG) with the panels a GRPO run is watched by: reward, response length, time per phase,
 throughput per card (seed 003 had users drag logs into a web page for the first of these)."""
 
 import os
-import tempfile
 
 REWARD_KEYS = ("critic/rewards/mean", "critic/score/mean")
 LENGTH_KEYS = ("response_length/mean", "response_length/max")
@@ -12,6 +11,9 @@ PHASES = ("gen", "reward", "old_log_prob", "ref", "values", "adv", "update_criti
 PANELS = ("reward mean", "response length", "time per step by phase", "throughput per card")
 FIGSIZE = (12, 8)
 DPI = 100
+
+
+FORMATS = (".png", ".pdf", ".svg")  # matplotlib writes each natively; the name's suffix picks one
 
 
 class PlotUnavailable(RuntimeError):
@@ -61,7 +63,8 @@ def _timing(ax, steps):
 
 
 def draw(parsed, out_path: str, title: str = "") -> list:
-    """Writes the PNG (temp file, then rename); returns the panel titles in order."""
+    """Writes the figure in the format of ``out_path``'s suffix (temp file, then rename); returns the
+    panel titles in order."""
     try:
         import matplotlib
 
@@ -88,14 +91,13 @@ def draw(parsed, out_path: str, title: str = "") -> list:
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     fig.suptitle(title or ", ".join(os.path.basename(p) for p in parsed.files))
     fig.tight_layout()
-    folder = os.path.dirname(os.path.abspath(out_path))
-    fd, tmp = tempfile.mkstemp(prefix=".logs-", suffix=".png", dir=folder)
-    os.close(fd)
+    fmt = os.path.splitext(out_path)[1].lower().lstrip(".") or "png"
+    from .. import outfiles
+
     try:
-        fig.savefig(tmp, format="png", metadata={"Description": "panels: " + "; ".join(PANELS)})
-        os.replace(tmp, out_path)
+        with outfiles.atomic(out_path) as tmp:
+            meta = {"Description": "panels: " + "; ".join(PANELS)} if fmt == "png" else {"Subject": "; ".join(PANELS)}
+            fig.savefig(tmp, format=fmt, metadata=meta if fmt != "svg" else None)
     finally:
         plt.close(fig)
-        if os.path.exists(tmp):
-            os.unlink(tmp)
     return list(PANELS)
