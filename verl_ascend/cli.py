@@ -22,11 +22,14 @@ COMMAND_MODULES = (
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from . import __version__
+
     parser = argparse.ArgumentParser(
         prog="verl-ascend",
         description="Run verl on Huawei Ascend NPU clusters: runtime patch status, recipe checks, "
         "node diagnosis, log analysis, checkpoint conversion, data preparation.",
     )
+    parser.add_argument("--version", action="version", version=f"verl-ascend {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
     for name in COMMAND_MODULES:
@@ -37,12 +40,17 @@ def build_parser() -> argparse.ArgumentParser:
                 continue
             raise
         module.register(sub)
+    parser.subcommands = sub.choices  # name -> its parser, for errors in that subcommand's words
     return parser
 
 
 def main(argv=None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    # parse_args would blame an unknown flag on the top-level parser and print its usage; a flag the
+    # subcommand does not know should show that subcommand's usage instead.
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:
+        parser.subcommands[args.command].error(f"unrecognized arguments: {' '.join(unknown)}")
     try:
         return args.func(args)
     except KeyboardInterrupt:
