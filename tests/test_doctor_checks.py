@@ -276,3 +276,21 @@ def test_exit_code_rules():
     assert exit_code([ok("a", "m"), skip("b", "m")]) == 0
     assert exit_code([ok("a", "m"), warn("b", "m", "f")]) == 1
     assert exit_code([error("a", "m", "f")]) == 1
+
+
+def test_trainer_loop_packages_follow_the_installed_verl(monkeypatch):
+    import importlib.util
+
+    from verl_ascend import verl_install
+    from verl_ascend.doctor import trainer_loop
+
+    assert [f.state for f in trainer_loop.check()] == ["ok"]  # the test environment has what the loop needs
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name in verl_install.V1_MODULES else real(name, *a))
+    (finding,) = trainer_loop.check()
+    if verl_install.v1_default():  # verl 0.9.x: the v1 loop is the default
+        assert finding.state == "error" and "TransferQueue, pyzmq, msgspec" in finding.message
+        assert f'"verl[verl-core]=={verl_install.version()}"' in finding.fix and "trainer.use_v1=False" in finding.fix
+    else:
+        assert finding.state == "ok"

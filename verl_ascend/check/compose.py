@@ -14,6 +14,7 @@ from pathlib import Path
 
 from omegaconf import OmegaConf
 
+from .. import verl_install
 from .findings import ERROR, INFO, Finding
 
 # DAPO's additions to the PPO config. The reward part moved when recipes left verl (0.7.1):
@@ -41,15 +42,6 @@ _REMOVED = {
     "grad_offload": "remove the override: the installed verl {version} has no megatron.grad_offload (the recipe "
                     "was written for a verl that had it); keep megatron.param_offload / optimizer_offload",
 }
-
-
-def _installed_verl_version() -> str:
-    import importlib.metadata
-
-    try:
-        return importlib.metadata.version("verl")
-    except importlib.metadata.PackageNotFoundError:
-        return "?"
 
 
 def _group_options(text: str):
@@ -134,7 +126,7 @@ def _compose_error(exc: Exception, source: str) -> Finding:
         fix = "the key already exists in verl's config: drop the '+' (or use '++' to work with any verl version)"
     for key in keys:
         if key.rsplit(".", 1)[-1] in _REMOVED:
-            fix = _REMOVED[key.rsplit(".", 1)[-1]].format(version=_installed_verl_version())
+            fix = _REMOVED[key.rsplit(".", 1)[-1]].format(version=verl_install.version())
     if not isinstance(exc, HydraException):
         text = f"{type(exc).__name__}: {text}"
     return Finding("compose", ERROR, keys, f"composing {source} failed: {text.splitlines()[0]}"

@@ -22,7 +22,7 @@ def _read(path):
 def diagnose(args, env=None) -> tuple:
     """(findings, context) for this node. Each group is a local read; `ray` may join the local head."""
     from .. import platform
-    from . import cluster, devices, environment, known_good, network, ports, software
+    from . import cluster, devices, environment, known_good, network, ports, software, trainer_loop
 
     env = dict(os.environ if env is None else env)
     evidence = platform.ascend_evidence()
@@ -62,6 +62,7 @@ def diagnose(args, env=None) -> tuple:
         findings += software.check_versions(software.installed_versions(), ascend)
         findings += known_good.check({d: platform.installed_version(d) for d in ("vllm-ascend", "vllm", "torch")}
                                      | {"torch_npu": platform.installed_version("torch-npu")})
+        findings += trainer_loop.check()
     if "patches" not in skipped:
         from .. import status
 
