@@ -29,3 +29,18 @@ def test_bad_log_level_is_one_warning_not_a_failed_activation():
     assert "Traceback" not in proc.stderr and "activation failed" not in proc.stderr
     lines = [line for line in proc.stderr.splitlines() if "verl-ascend" in line]
     assert len(lines) == 1 and "'loud'" in lines[0] and "DEBUG" in lines[0], proc.stderr
+
+
+def test_tools_that_start_python_print_nothing_of_ours():
+    import shutil
+    import subprocess
+
+    ray = shutil.which("ray")
+    assert ray, "the test environment has Ray's CLI"
+    outputs = []
+    for env in (clean_env(), clean_env(VERL_ASCEND="0")):
+        proc = subprocess.run([ray, "--version"], env=env, capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 0, proc.stderr
+        outputs.append((proc.stdout, proc.stderr))
+    assert outputs[0] == outputs[1]
+    assert "verl-ascend" not in outputs[0][0] + outputs[0][1]
