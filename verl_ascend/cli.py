@@ -15,6 +15,7 @@ COMMAND_MODULES = (
     "verl_ascend.doctor",          # doctor
     "verl_ascend.logs.command",    # logs LOGFILE...
     "verl_ascend.diagnose.command",  # diagnose PATH...
+    "verl_ascend.ckpt.command",    # ckpt check DIR
     "verl_ascend.convert.command",  # convert (also scripts/converter_hf_to_mcore.py)
     "verl_ascend.data.command",    # gsm8k (also scripts/gsm8k.py)
     "verl_ascend.upstream",        # patches check

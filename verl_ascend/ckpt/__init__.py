@@ -1,0 +1,1 @@
+"""`verl-ascend ckpt check`: can this checkpoint folder be resumed from, here and with this recipe?"""
