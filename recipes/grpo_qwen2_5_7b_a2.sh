@@ -68,7 +68,7 @@ python3 -m verl.trainer.main_ppo --config-path=config --config-name=ppo_megatron
     trainer.critic_warmup=0 \
     trainer.logger='["console"]' \
     trainer.project_name=verl_ascend_gsm8k \
-    trainer.experiment_name=grpo_qwen2_5_7b_a2 \
+    trainer.experiment_name="${EXPERIMENT_NAME:-grpo_qwen2_5_7b_a2}" \
     trainer.nnodes="$NNODES" \
     trainer.n_gpus_per_node="$NPUS_PER_NODE" \
     trainer.default_local_dir="$CKPTS_DIR" \

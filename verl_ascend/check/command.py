@@ -10,7 +10,7 @@ recorders and commands with side effects (pkill, kill, rm, pip, curl, ray stop, 
 skipped and listed, so nothing is trained and nothing on this machine changes. Then compose the
 trainer call's Hydra overrides with the installed verl's config, run verl's own validation (offline),
 then the Ascend A2 preflight rules (parallel sizes vs world size, batch divisibility, lengths,
-pipeline layer split, heads/experts vs TP/EP, HBM per 64 GB 910B card, known-bad combinations).
+pipeline layer split, heads/experts vs TP/EP, HBM per rank of the --device profile (A2 card, A3 die), known-bad combinations).
 The script runs from the current directory, as `bash RECIPE.sh` would.
 Exit 0 = clean, 1 = warnings only, 2 = errors, or no sandbox on this host (the recipe is not run)."""
 
@@ -26,6 +26,11 @@ def register(sub) -> None:
     p.add_argument("--verl-src", metavar="DIR", default=None,
                    help="verl source tree (with recipe/dapo) or verl-recipe checkout: compose DAPO's own config; "
                    "also exported to the script as VERL_SRC")
+    from .profiles import DEFAULT, PROFILES
+
+    p.add_argument("--device", choices=sorted(PROFILES), default=DEFAULT,
+                   help="what one rank runs on: " + "; ".join(f"{k} = {v.title}" for k, v in PROFILES.items())
+                   + f" (default {DEFAULT}); memory figures are per card, or per die on a3")
     p.set_defaults(func=main)
 
 
@@ -44,7 +49,7 @@ def main(args) -> int:
     from .report import run_check
 
     try:
-        report = run_check(args.recipe, args.sets, args.verl_src)
+        report = run_check(args.recipe, args.sets, args.verl_src, device=args.device)
     except RuntimeError as exc:  # verl not installed; no sandbox on this host (sandbox.Unavailable)
         print(f"verl-ascend check: {exc}", file=sys.stderr)
         return 2

@@ -17,7 +17,7 @@ RULES = (
     "pipeline",   # pipeline stage layer split vs the model's layer count
     "heads",      # attention heads / KV heads vs tensor parallel
     "experts",    # MoE experts vs expert parallel
-    "hbm",        # memory estimate per 64 GB 910B card
+    "hbm",        # memory estimate per rank of the device profile (A2/A5 card, A3 die)
     "known-bad",  # combinations known to fail (mbridge + VPP, trainer.device=cuda on old verl)
     "env",        # launch environment (HCCL/GLOO interfaces)
     "model",      # model facts unavailable: some rules skipped

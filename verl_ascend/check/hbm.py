@@ -1,4 +1,5 @@
-"""HBM estimate per 64 GB Ascend 910B card, for the training phase and the rollout phase.
+"""HBM estimate per rank (an A2/A5 card, an A3 die; see :mod:`.profiles`), for the training phase
+and the rollout phase.
 
 A planning estimate, not a measurement: bf16 weights (2 B/param), fp32 main gradients (4 B/param,
 Megatron's default for bf16), Adam with fp32 master weights and moments (12 B/param) sharded by the
@@ -14,7 +15,6 @@ import math
 from .findings import ERROR, INFO, WARNING, Finding
 from .layout import ARR, get, rollout_layout, train_layout
 
-CARD_GB = 64.0
 GB = 1e9
 RUNTIME_RESERVE_GB = 3.0  # HCCL buffers, CANN workspace, allocator fragmentation headroom
 ENGINE_WORKSPACE_GB = 1.0  # vLLM activations / graph workspace inside its budget
@@ -68,18 +68,19 @@ def estimate(ctx) -> list:
     if not facts:
         return []
     out = []
+    rank_gb, per = ctx.profile.rank_gb, f"per {ctx.profile.rank_word}"
     lay = train_layout(cfg, "actor")
     if lay.is_megatron and lay.dp(ctx.world):  # an invalid layout is the parallel rule's finding
         parts, state = _training(ctx, lay)
         total = sum(parts.values()) / GB
         keys = (f"{ARR}.actor.ppo_micro_batch_size_per_gpu", lay.key("tensor_model_parallel_size"),
                 lay.key("pipeline_model_parallel_size")) + ((lay.key("expert_model_parallel_size"),) if facts.is_moe else ())
-        msg = f"training phase ~{total:.1f} of {CARD_GB:.0f} GB per card ({_fmt(parts)})"
+        msg = f"training phase ~{total:.1f} of {rank_gb:.0f} GB {per} ({_fmt(parts)})"
         fix = ("raise TP/PP/EP, lower ppo_micro_batch_size_per_gpu, or enable full recompute "
                f"(+{lay.otc_key('recompute_granularity')}=full with recompute_method=uniform)")
-        if total > CARD_GB:
+        if total > rank_gb:
             out.append(Finding("hbm", ERROR, keys, msg + ": does not fit", fix))
-        elif total > 0.9 * CARD_GB:
+        elif total > 0.9 * rank_gb:
             out.append(Finding("hbm", WARNING, keys, msg + ": under 10% headroom", fix))
         else:
             out.append(Finding("hbm", INFO, (), msg))
@@ -95,13 +96,13 @@ def estimate(ctx) -> list:
         resident = {}
     ro = rollout_layout(cfg)
     util = float(get(cfg, f"{ARR}.rollout.gpu_memory_utilization", 0.5))
-    engine = util * CARD_GB * GB
+    engine = util * rank_gb * GB
     rollout_parts = dict(resident, **{"vLLM (gpu_memory_utilization)": engine, "runtime": RUNTIME_RESERVE_GB * GB})
     total = sum(rollout_parts.values()) / GB
     rkeys = (f"{ARR}.rollout.gpu_memory_utilization", f"{ARR}.actor.megatron.param_offload",
              f"{ARR}.actor.megatron.optimizer_offload")
-    msg = f"rollout phase ~{total:.1f} of {CARD_GB:.0f} GB per card ({_fmt(rollout_parts)})"
-    if total > CARD_GB:
+    msg = f"rollout phase ~{total:.1f} of {rank_gb:.0f} GB {per} ({_fmt(rollout_parts)})"
+    if total > rank_gb:
         out.append(Finding("hbm", ERROR, rkeys, msg + ": training state left on the card plus vLLM's share do not fit",
                            "set actor_rollout_ref.actor.megatron.param_offload=True and optimizer_offload=True "
                            "(ref.megatron.param_offload=True), or lower gpu_memory_utilization"))
@@ -115,7 +116,7 @@ def estimate(ctx) -> list:
                f"{ARR}.rollout.expert_parallel_size")
     if kv_budget <= 0:
         out.append(Finding("hbm", ERROR, kv_keys,
-                           f"rollout weights need {weights / GB:.1f} GB per card (TP {ro.tp}"
+                           f"rollout weights need {weights / GB:.1f} GB {per} (TP {ro.tp}"
                            + (f", EP {ro.ep}" if facts.is_moe else "") + f") but gpu_memory_utilization {util} gives "
                            f"vLLM {engine / GB:.1f} GB: no room for a KV cache",
                            "raise rollout TP (or rollout DP/EP for MoE) or gpu_memory_utilization"))
@@ -124,7 +125,7 @@ def estimate(ctx) -> list:
     per_token = 2 * facts.num_layers * kv_heads_per_card * facts.head_dim * 2
     tokens = int(kv_budget / per_token)
     concurrent = tokens * ro.dp // max(seq, 1)
-    msg = (f"rollout KV cache ~{kv_budget / GB:.1f} GB per card after {weights / GB:.1f} GB of weights: "
+    msg = (f"rollout KV cache ~{kv_budget / GB:.1f} GB {per} after {weights / GB:.1f} GB of weights: "
            f"~{tokens} tokens, ~{concurrent} sequences of {seq} tokens per replica at once")
     if concurrent < 1:
         out.append(Finding("hbm", ERROR, kv_keys + ("data.max_prompt_length", "data.max_response_length"),

@@ -5,6 +5,9 @@ _MARK = {"error": "ERROR", "warning": "WARN ", "info": "info "}
 
 def text(report: dict) -> str:
     lines = [f"recipe: {report['recipe']}"]
+    if "device" in report:
+        d = report["device"]
+        lines.append(f"device: {d['profile']} ({d['title']}; memory per {d['per']}: {d['rank_gb']:.0f} GB)")
     if "entry" in report:
         lines.append(f"entry:  python -m {report['entry']} ({len(report.get('overrides', []))} overrides)")
     if "config_source" in report:

@@ -2,7 +2,7 @@
 
 import os
 
-from . import compose, extract, hbm, model_facts, rules, trainer_path, verl_checks
+from . import compose, extract, hbm, model_facts, profiles, rules, trainer_path, verl_checks
 from .findings import ERROR, INFO, Finding, exit_code
 from .layout import ARR, get, rollout_layout, train_layout, world_size
 
@@ -35,11 +35,13 @@ def _layout_summary(cfg, use_ref) -> dict:
     return out
 
 
-def run_check(script: str, sets=(), verl_src=None) -> dict:
+def run_check(script: str, sets=(), verl_src=None, device: str = profiles.DEFAULT) -> dict:
     # Offline: a hub id must not make verl's validation retry the network for a minute.
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-    report = {"recipe": script, "findings": []}
+    profile = profiles.get(device)
+    report = {"recipe": script, "device": {"profile": profile.name, "title": profile.title, "per": profile.rank_word,
+                                           "rank_gb": profile.rank_gb}, "findings": []}
     env_overrides = {}
     if verl_src:
         env_overrides["VERL_SRC"] = str(verl_src)
@@ -55,7 +57,7 @@ def run_check(script: str, sets=(), verl_src=None) -> dict:
     report.update(entry=launch.module, config_name=launch.config_name, overrides=list(launch.overrides))
     composed = compose.compose_launch(launch, verl_src=verl_src)
     report["config_source"] = composed.source
-    findings = found + list(composed.findings) + rules.env(launch.env)
+    findings = found + list(composed.findings) + rules.env(launch.env, profile)
     cfg = composed.config
     version, has_auto, patch_active = _verl_features()
     report["verl_version"] = version
@@ -85,7 +87,8 @@ def run_check(script: str, sets=(), verl_src=None) -> dict:
                            "params_b": round(facts.total_params() / 1e9, 2)}
     report["layout"] = _layout_summary(cfg, use_ref)
     ctx = rules.Context(cfg, facts, use_ref, has_auto_set_device=has_auto, device_patch_active=patch_active,
-                        verl_raises_batched_tokens=verl_checks.raises_batched_tokens())
+                        verl_raises_batched_tokens=verl_checks.raises_batched_tokens(), profile=profile,
+                        launch_env=launch.env)
     ours = [f for rule in rules.ALL for f in rule(ctx)] + hbm.estimate(ctx)
     # verl's assertions overlap ours (world size, batch divisibility); when ours already explain an
     # error, verl's text is kept in the report but not counted as a separate finding.

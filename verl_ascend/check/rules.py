@@ -7,6 +7,7 @@ from typing import Optional
 from .findings import ERROR, INFO, WARNING, Finding
 from .layout import ARR, get, rollout_layout, train_layout, world_size
 from .model_facts import ModelFacts
+from .profiles import DEFAULT, PROFILES, Profile
 
 NODE = ("trainer.nnodes", "trainer.n_gpus_per_node")
 
@@ -19,6 +20,8 @@ class Context:
     has_auto_set_device: bool = True
     device_patch_active: bool = False
     verl_raises_batched_tokens: bool = False  # the installed verl's vLLM server fixes max_num_batched_tokens
+    profile: Profile = PROFILES[DEFAULT]
+    launch_env: dict = dataclasses.field(default_factory=dict)
 
     @property
     def world(self) -> int:
@@ -72,10 +75,16 @@ def parallel(ctx: Context) -> list:
                                    f"divisible by expert TP {lay.etp} x EP {lay.ep} = {lay.etp * lay.ep}",
                                    f"choose EP so that ETP x EP divides {per_stage}"))
         if lay.tp > int(get(ctx.cfg, "trainer.n_gpus_per_node", 8)):
-            out.append(Finding("parallel", WARNING, (lay.key("tensor_model_parallel_size"), NODE[1]),
-                               f"{lay.role}: TP {lay.tp} spans nodes ({NODE[1]}={get(ctx.cfg, NODE[1])}): tensor "
-                               "parallel traffic then crosses RoCE on every layer",
-                               "keep TP within a node; use PP or EP across nodes"))
+            hccs = ctx.profile.superpod and str(ctx.launch_env.get("HCCL_INTER_HCCS_DISABLE", "")).upper() != "TRUE"
+            if hccs:
+                out.append(Finding("parallel", INFO, (lay.key("tensor_model_parallel_size"), NODE[1]),
+                                   f"{lay.role}: TP {lay.tp} spans servers ({NODE[1]}={get(ctx.cfg, NODE[1])}): inside "
+                                   "an A3 SuperPoD that traffic goes over HCCS, across SuperPoDs over RoCE"))
+            else:
+                out.append(Finding("parallel", WARNING, (lay.key("tensor_model_parallel_size"), NODE[1]),
+                                   f"{lay.role}: TP {lay.tp} spans nodes ({NODE[1]}={get(ctx.cfg, NODE[1])}): tensor "
+                                   "parallel traffic then crosses RoCE on every layer",
+                                   "keep TP within a node; use PP or EP across nodes"))
     ro = rollout_layout(ctx.cfg)
     rkeys = NODE + (f"{ARR}.rollout.tensor_model_parallel_size", f"{ARR}.rollout.data_parallel_size",
                     f"{ARR}.rollout.pipeline_model_parallel_size")
@@ -304,14 +313,44 @@ def known_bad(ctx: Context) -> list:
     return out
 
 
-def env(launch_env: dict) -> list:
+def env(launch_env: dict, profile: Profile = PROFILES[DEFAULT]) -> list:
+    out = []
     hccl, gloo = launch_env.get("HCCL_SOCKET_IFNAME"), launch_env.get("GLOO_SOCKET_IFNAME")
     if bool(hccl) != bool(gloo) or (hccl and gloo and hccl != gloo):
-        return [Finding("env", WARNING, ("HCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME"),
-                        f"HCCL_SOCKET_IFNAME={hccl or '(unset)'} and GLOO_SOCKET_IFNAME={gloo or '(unset)'} differ: "
-                        "'Gloo connectFullMesh failed' / HCCL error 9 on multi-node jobs",
-                        "export both to the same real interface (recipes/a2_env.sh: SOCKET_IFNAME=...)")]
-    return []
+        out.append(Finding("env", WARNING, ("HCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME"),
+                           f"HCCL_SOCKET_IFNAME={hccl or '(unset)'} and GLOO_SOCKET_IFNAME={gloo or '(unset)'} differ: "
+                           "'Gloo connectFullMesh failed' / HCCL error 9 on multi-node jobs",
+                           "export both to the same real interface (recipes/a2_env.sh: SOCKET_IFNAME=...)"))
+    if profile.superpod and str(launch_env.get("HCCL_INTER_HCCS_DISABLE", "")).upper() == "TRUE":
+        out.append(Finding("env", WARNING, ("HCCL_INTER_HCCS_DISABLE",),
+                           "HCCL_INTER_HCCS_DISABLE=TRUE: servers of one A3 SuperPoD talk over RoCE instead of HCCS",
+                           "unset it (default FALSE) unless HCCS is known to be broken"))
+    if profile.superpod and "HCCL_INTRA_ROCE_ENABLE" in launch_env:
+        out.append(Finding("env", INFO, ("HCCL_INTRA_ROCE_ENABLE",),
+                           "HCCL_INTRA_ROCE_ENABLE has no effect for verl on A3 (CANN: only with LLM-DataDist)"))
+    return out
 
 
-ALL = (parallel, batch, lengths, pipeline, heads, experts, known_bad)
+def node(ctx: Context) -> list:
+    """Ranks per node vs the device profile, and the visible-device list the launch exports."""
+    out, prof = [], ctx.profile
+    per_node = int(get(ctx.cfg, NODE[1], 8))
+    if per_node != prof.ranks_per_node:
+        note = " (an Atlas 200T A2 Box16 has 16)" if prof.name.startswith("a2") and per_node == 16 else ""
+        out.append(Finding("parallel", WARNING, (NODE[1],),
+                           f"{NODE[1]}={per_node}, but a {prof.title} server has {prof.ranks_per_node} ranks"
+                           f"{' (8 cards x 2 dies)' if prof.ranks_per_card == 2 else ''}{note}: the job leaves NPUs idle "
+                           "or waits for ones that do not exist", f"set {NODE[1]}={prof.ranks_per_node}, or check "
+                           f"with the --device that matches the cluster ({', '.join(PROFILES)})"))
+    visible = ctx.launch_env.get("ASCEND_RT_VISIBLE_DEVICES")
+    if visible:
+        ids = [v for v in visible.split(",") if v.strip()]
+        if len(ids) != per_node:
+            out.append(Finding("parallel", WARNING, ("ASCEND_RT_VISIBLE_DEVICES", NODE[1]),
+                               f"ASCEND_RT_VISIBLE_DEVICES lists {len(ids)} devices, {NODE[1]}={per_node}",
+                               f"list {per_node} device ids (0..{per_node - 1}"
+                               + (", die indices on A3" if prof.ranks_per_card == 2 else "") + ")"))
+    return out
+
+
+ALL = (node, parallel, batch, lengths, pipeline, heads, experts, known_bad)
