@@ -19,6 +19,9 @@ for recipe in recipes/grpo_*_a2.sh recipes/dapo_*_a2.sh; do
   [ "$rc" -le 1 ] || { echo "recipe $recipe has errors" >&2; exit "$rc"; }
 done
 
+echo "--- recipes/grpo_qwen2_5_7b_a3.sh (A3: 16 dies per server)"
+verl-ascend check --device a3 recipes/grpo_qwen2_5_7b_a3.sh || [ $? -le 1 ]
+
 step "3. gsm8k -> verl parquet from the sample shipped with verl-ascend (offline)"
 python scripts/gsm8k.py --sample --local_dir "$out/gsm8k"
 
