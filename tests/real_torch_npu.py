@@ -1,7 +1,8 @@
-"""The real torch_npu wheels, fetched from the package index for reading (never installed).
+"""The real torch_npu (and vllm-ascend, tensordict) wheels, fetched from the package index for
+reading or for a private ``--target`` folder; never installed into an environment.
 
-The doubles in ``tests/fakes/site/torch_npu`` model named files and functions of the real package;
-the tests compare them with the wheels fetched here. ``wheel(version)`` downloads one wheel with
+The doubles in ``tests/fakes/`` model named files and functions of the real packages; the tests
+compare them with the wheels fetched here. ``wheel(version)`` downloads one wheel with
 ``pip download --no-deps`` into a cache (``$VERL_ASCEND_TEST_CACHE``, default
 ``~/.cache/verl-ascend-tests``) and ``source(version, path)`` reads one of its files from the zip.
 A download that fails raises: the comparison then fails, it is never skipped.
@@ -21,34 +22,52 @@ CURRENT = "2.13.0"
 # and the first package-index release without it.
 AFFECTED_SAVE = "2.4.0"
 FIXED_SAVE = "2.5.1"
+# tensordict's first line that waits through torch.cuda.Event (_sync_cuda_transfer), and the pyvers
+# it needs (the environments hold verl's pinned tensordict 0.10 and an older pyvers).
+TENSORDICT_EVENT_SYNC = "0.12.4"
+PYVERS = "0.2.2"
+# vllm-ascend's first release that leaves torch.cuda.Event a no-op placeholder (PR 4764).
+VLLM_ASCEND_PLACEHOLDER = "0.13.0"
 # Wheels of old releases exist only for older Pythons; reading them needs no matching interpreter.
-_PYTHON_FOR = {"2.4.0": "3.10", "2.5.1": "3.10"}
+_PYTHON_FOR = {("torch-npu", "2.4.0"): "3.10", ("torch-npu", "2.5.1"): "3.10"}
 
 
 def cache_dir() -> Path:
     return Path(os.environ.get(CACHE_ENV) or Path.home() / ".cache" / "verl-ascend-tests") / "wheels"
 
 
-def wheel(version: str) -> Path:
-    folder = cache_dir() / version
-    found = sorted(folder.glob(f"torch_npu-{version}-*.whl"))
+def wheel(version: str, dist: str = "torch-npu") -> Path:
+    folder = cache_dir() / f"{dist}-{version}"
+    pattern = f"{dist.replace('-', '_')}-{version}-*.whl"
+    found = sorted(folder.glob(pattern))
     if found:
         return found[0]
     folder.mkdir(parents=True, exist_ok=True)
-    cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "-q", "-d", str(folder), f"torch-npu=={version}"]
-    python = _PYTHON_FOR.get(version)
+    cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "-q", "--only-binary=:all:", "-d", str(folder),
+           f"{dist}=={version}"]
+    python = _PYTHON_FOR.get((dist, version))
     if python:
-        cmd += ["--only-binary=:all:", "--python-version", python, "--platform", "manylinux_2_17_x86_64"]
+        cmd += ["--python-version", python, "--platform", "manylinux_2_17_x86_64"]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
-    found = sorted(folder.glob(f"torch_npu-{version}-*.whl"))
+    found = sorted(folder.glob(pattern))
     if proc.returncode != 0 or not found:
-        raise RuntimeError(f"could not download torch-npu=={version} into {folder} (the tests compare the "
+        raise RuntimeError(f"could not download {dist}=={version} into {folder} (the tests compare the "
                            f"doubles with it; set {CACHE_ENV} to a folder holding the wheel):\n{proc.stderr[-2000:]}")
     return found[0]
 
 
-def source(version: str, path: str) -> str:
-    with zipfile.ZipFile(wheel(version)) as whl:
+def unpacked(version: str, dist: str) -> Path:
+    """The wheel's files in a cache folder, to put on a subprocess's PYTHONPATH (not installed)."""
+    folder = cache_dir() / f"{dist}-{version}" / "site"
+    if not (folder / ".complete").exists():
+        with zipfile.ZipFile(wheel(version, dist)) as whl:
+            whl.extractall(folder)
+        (folder / ".complete").write_text("")
+    return folder
+
+
+def source(version: str, path: str, dist: str = "torch-npu") -> str:
+    with zipfile.ZipFile(wheel(version, dist)) as whl:
         return whl.read(path).decode("utf-8")
 
 
@@ -59,8 +78,8 @@ def dist_file(version: str, name: str) -> str:
         return whl.read(info).decode("utf-8")
 
 
-def module_tree(version: str, path: str) -> ast.Module:
-    return ast.parse(source(version, path))
+def module_tree(version: str, path: str, dist: str = "torch-npu") -> ast.Module:
+    return ast.parse(source(version, path, dist))
 
 
 def literal(tree: ast.Module, name: str):
