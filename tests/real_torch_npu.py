@@ -26,7 +26,7 @@ FIXED_SAVE = "2.5.1"
 # it needs (the environments hold verl's pinned tensordict 0.10 and an older pyvers).
 TENSORDICT_EVENT_SYNC = "0.12.4"
 PYVERS = "0.2.2"
-# vllm-ascend's first release that leaves torch.cuda.Event a no-op placeholder (PR 4764).
+# A vllm-ascend release that leaves torch.cuda.Event a no-op placeholder (0.12 to 0.23 do).
 VLLM_ASCEND_PLACEHOLDER = "0.13.0"
 # Wheels of old releases exist only for older Pythons; reading them needs no matching interpreter.
 _PYTHON_FOR = {("torch-npu", "2.4.0"): "3.10", ("torch-npu", "2.5.1"): "3.10"}

@@ -8,7 +8,7 @@ Why: ``TensorDict.to("cpu")`` copies tensors non-blocking and then calls ``_sync
     (transfer_to_npu aliases all of ``torch_npu.npu.__all__`` onto ``torch.cuda``). verl replaces
     ``_sync_all`` itself for tensordict < 0.10. The one real gap: tensordict >= 0.12 waits in its
     cuda branch through ``torch.cuda.Event().record(); .synchronize()`` (``_sync_cuda_transfer``),
-    and vllm-ascend 0.13 to 0.23 leave ``torch.cuda.Event`` set to a placeholder whose ``record``
+    and vllm-ascend 0.12 to 0.23 leave ``torch.cuda.Event`` set to a placeholder whose ``record``
     and ``synchronize`` do nothing once an ``NPUModelRunner`` is built in the process (the
     ``finally`` of ``_torch_cuda_wrapper`` in ``vllm_ascend/worker/model_runner_v1.py``). With
     transfer_to_npu imported as well, tensordict's sync then waits for nothing: the host can read
@@ -18,8 +18,8 @@ How: after ``import verl`` on an Ascend host, only when tensordict syncs through
     ``_sync_all``: wrap ``TensorDictBase._sync_all`` so that, when the NPU is initialised in this
     process, it calls ``torch.npu.synchronize()`` once and returns; otherwise tensordict decides as
     before. Elsewhere "not applicable" says why. tensordict < 0.10 is logged as a warning.
-Upstream: vllm-project/vllm-ascend PR 4764 (placeholder left in ``finally``), PR 11709 (v0.24:
-    ``finally`` restores the NPU event); pytorch/tensordict ``_sync_cuda_transfer`` (0.12).
+Upstream: vllm-project/vllm-ascend PR 11709 (v0.24: the ``finally`` restores the NPU event);
+    pytorch/tensordict ``_sync_cuda_transfer`` (0.12).
 Remove when: supported vllm-ascend releases all restore ``torch.cuda.Event`` (>= 0.24), or verl's
     tensordict pin stays below 0.12.
 """
@@ -85,7 +85,7 @@ def _applies(module):
     if not _syncs_through_cuda_event():
         return (f"tensordict {version} synchronizes the NPU itself (torch.npu, or torch.cuda as aliased by "
                 "transfer_to_npu); only tensordict >= 0.12 waits through torch.cuda.Event, which "
-                "vllm-ascend 0.13-0.23 leave a no-op") + _warn_if_known_bad(version)
+                "vllm-ascend 0.12-0.23 leave a no-op") + _warn_if_known_bad(version)
     return None
 
 
