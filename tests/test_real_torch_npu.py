@@ -102,7 +102,8 @@ inner = [c.co_name for c in helper.__code__.co_consts if hasattr(c, "co_name")] 
 print(json.dumps({"swap_helper": inner, "torch.save replaced": torch.save is not save,
                   "serialization._save replaced": torch.serialization._save is not _save}))
 """
-    env = clean_env(fake_npu=True, FAKE_TORCH_NPU_SAVE_BUG=bug, TORCH_DEVICE_BACKEND_AUTOLOAD="0")
+    # the double alone, imported here (not by torch) so the test sees what its import replaces
+    env = clean_env(fake_npu=True, FAKE_TORCH_NPU_SAVE_BUG=bug, VERL_ASCEND="0", TORCH_DEVICE_BACKEND_AUTOLOAD="0")
     assert last_json(run_python(code, env=env)) == expected
     assert expected["swap_helper"] == (["npu_nbytes"] if bug == "1" else [])
     # Every release from 2.5.1 on is fixed, the first one included.
