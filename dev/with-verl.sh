@@ -21,7 +21,7 @@ if [ ${#versions[@]} -eq 0 ] || [ $# -eq 0 ]; then
   echo "usage: $0 VERSION... -- COMMAND..." >&2; exit 2
 fi
 
-export TORCH_DEVICE_BACKEND_AUTOLOAD=0  # a stray torch_npu must not be auto-loaded by import torch
+# torch_npu autoload stays at torch's default (on), as on an Ascend host; the test venvs have no torch_npu.
 export PIP_DISABLE_PIP_VERSION_CHECK=1
 quiet_pip() {  # pip, minus this machine's noise about absent local index folders
   "$@" 2> >(grep -v "^WARNING: Location 'file:" >&2)

@@ -4,8 +4,9 @@
 # environment of the `ray start` process on their node, so the same values must be set there too.
 # Every value can be overridden from the calling environment.
 
-# CANN: the toolkit's set_env.sh must be sourced before torch_npu can load (a silent failure there
-# makes verl fall back to CUDA). Only sourced when present and not already done.
+# CANN: the toolkit's set_env.sh must be sourced before torch_npu can load. Without it, with
+# torch_npu >= 2.5, `import torch` itself fails (torch loads torch_npu at import); older torch_npu
+# fail later. Only sourced when present and not already done.
 if [ -z "${ASCEND_HOME_PATH:-}" ] && [ -f "${ASCEND_TOOLKIT_ENV:-/usr/local/Ascend/ascend-toolkit/set_env.sh}" ]; then
   # shellcheck disable=SC1090
   source "${ASCEND_TOOLKIT_ENV:-/usr/local/Ascend/ascend-toolkit/set_env.sh}"

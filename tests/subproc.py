@@ -14,6 +14,8 @@ ROOT = Path(__file__).resolve().parents[1]
 FAKES = ROOT / "tests" / "fakes"
 FAKE_SITE = FAKES / "site"
 FAKE_BIN = FAKES / "bin"
+FAKE_DIST_INFO = FAKES / "torch_npu.dist-info"
+FAKE_TORCH_NPU_VERSION = "2.13.0"  # the release the double models (tests/real_torch_npu.py CURRENT)
 SUBPROC_SITE = ROOT / "tests" / "subproc_site"  # helpers for the fresh interpreters' scripts (not doubles)
 _SCRUB_PREFIXES = ("VERL_ASCEND", "VERL_PLATFORM", "FAKE_")
 
@@ -23,13 +25,25 @@ def clean_env(fake_npu=False, bins=(), **extra) -> dict:
     env = {k: v for k, v in os.environ.items() if not k.startswith(_SCRUB_PREFIXES)}
     env.pop("PYTHONPATH", None)
     env["PYTHONWARNINGS"] = "ignore"
-    env["TORCH_DEVICE_BACKEND_AUTOLOAD"] = "0"
+    env.pop("TORCH_DEVICE_BACKEND_AUTOLOAD", None)  # torch's default (on), as on a real host
     if fake_npu:
-        env["PYTHONPATH"] = str(FAKE_SITE)
+        version = extra.get("FAKE_TORCH_NPU_VERSION", FAKE_TORCH_NPU_VERSION)
+        env["PYTHONPATH"] = os.pathsep.join([str(FAKE_SITE), _dist_info(version)])
     if bins:  # only the named doubles, through a directory of links to them
         env["PATH"] = os.pathsep.join([_bin_dir(bins), os.environ.get("PATH", "")])
     env.update({k: str(v) for k, v in extra.items()})
     return env
+
+
+def _dist_info(version: str) -> str:
+    """A folder holding the double's installed-package record: its version and, as every real wheel
+    from 2.5.1 on, the ``torch.backends`` entry point through which ``import torch`` imports it."""
+    folder = Path(tempfile.mkdtemp(prefix="va-dist-"))
+    info = folder / f"torch_npu-{version}.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: torch_npu\nVersion: {version}\n")
+    (info / "entry_points.txt").write_text((FAKE_DIST_INFO / "entry_points.txt").read_text())
+    return str(folder)
 
 
 def _bin_dir(names) -> str:

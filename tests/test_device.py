@@ -47,7 +47,9 @@ def test_transfer_to_npu_without_plugin_reproduces_the_bug():
     assert stock["device"] == "cuda"
 
 
-def test_ascend_host_with_broken_torch_npu_raises_the_fix():
+def test_ascend_host_with_broken_torch_npu_and_autoload_off_raises_the_fix():
+    # Only reachable with autoload off (torch_npu < 2.5 has no entry point): with it on, `import
+    # torch` fails first (tests/test_real_torch_npu.py, tests/test_broken_torch_npu.py).
     code = """
 import json, verl
 from verl_ascend import registry
@@ -59,7 +61,8 @@ except Exception as exc:
     print(json.dumps({"raised": type(exc).__name__, "msg": str(exc),
                       "state": registry.summarize("device")["state"]}))
 """
-    out = last_json(run_python(code, env=clean_env(fake_npu=True, FAKE_TORCH_NPU_BROKEN="1")))
+    env = clean_env(fake_npu=True, FAKE_TORCH_NPU_BROKEN="1", TORCH_DEVICE_BACKEND_AUTOLOAD="0")
+    out = last_json(run_python(code, env=env))
     assert out["raised"] == "AscendRuntimeError"
     assert "set_env.sh" in out["msg"] and "libhccl.so" in out["msg"]
     assert out["state"] == "applied"

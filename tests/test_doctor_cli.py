@@ -99,8 +99,10 @@ def test_bad_node_reports_each_problem_with_its_fix(ascend_env, tmp_path):
     dup.write_text(open(hccn).read().replace("address_7=10.10.1.18", "address_7=10.10.1.11"))
     for var in ("ASCEND_TOOLKIT_HOME", "ASCEND_HOME_PATH", "GLOO_SOCKET_IFNAME"):
         env.pop(var)
-    env.update(FAKE_NPU_UNHEALTHY="3", FAKE_TORCH_NPU_VERSION="2.1.0", HCCL_CONNECT_TIMEOUT="1h",
+    env.update(FAKE_NPU_UNHEALTHY="3", HCCL_CONNECT_TIMEOUT="1h",
                ASCEND_RT_VISIBLE_DEVICES="", HCCL_IF_IP="203.0.113.77", HCCL_IF_BASE_PORT="80")
+    env.update({k: v for k, v in clean_env(fake_npu=True, FAKE_TORCH_NPU_VERSION="2.1.0").items()
+                if k in ("PYTHONPATH", "FAKE_TORCH_NPU_VERSION")})  # the installed record says 2.1.0 too
     proc = doctor("--json", "--skip", "versions,patches", "--hccn-conf", str(dup), "--nnodes", "2",
                   env=env, limit_nofile=1024)
     data = report(proc)

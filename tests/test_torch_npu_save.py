@@ -1,6 +1,8 @@
 """torch_npu's unsafe nbytes swap (seed 002 bug 1), reproduced with the torch_npu double, and fixed.
 
-Each case runs in a fresh interpreter with the Ascend doubles; torch only, no verl.
+Each case runs in a fresh interpreter with the Ascend doubles; torch only, no verl. The affected
+builds (``FAKE_TORCH_NPU_SAVE_BUG=1``, modelled on the 2.4.0 wheel) get the patch; the fixed save
+path of every release from 2.5.1 on (the double's default, modelled on 2.13.0) is left alone.
 """
 
 import pytest
@@ -71,6 +73,7 @@ def interleaved_rounds(rounds):
 
 
 def run(body, **env):
+    env.setdefault("FAKE_TORCH_NPU_SAVE_BUG", "1")
     return last_json(run_python(COMMON + body, env=clean_env(fake_npu=True, **env), timeout=240))
 
 
@@ -136,13 +139,27 @@ def test_patch_keeps_depth_zero_after_failing_interleaved_concurrent_and_nested_
                    "depth": 0, "save": "ok"}
 
 
-def test_a_torch_npu_that_restores_nbytes_is_left_alone():
+def test_a_fixed_torch_npu_is_not_applicable_and_its_save_is_untouched():
     body = """
 from verl_ascend import registry
 row = [r for r in registry.summarize("torch_npu_save")["targets"] if r["target"] == "torch_npu"][0]
-print(json.dumps({"row": row, "helper_patched": hasattr(torch_npu.utils.serialization._get_npu_save_result, "__verl_ascend_patch__")}))
+print(json.dumps({"row": row, "failures": failing_saves(50), "depth": depth(), "save": save_tensor(),
+                  "helper": hasattr(torch_npu.utils.serialization, "_get_npu_save_result")}))
 """
-    out = run(body, FAKE_TORCH_NPU_SAVE_FIXED="1")
+    out = run(body, FAKE_TORCH_NPU_SAVE_BUG="0")
     assert out["row"]["state"] == "not applicable"
-    assert "restores UntypedStorage.nbytes after a failing save" in out["row"]["detail"]
-    assert out["helper_patched"] is False
+    assert out["row"]["detail"] == "fixed in this torch_npu 2.13.0: its save does not swap UntypedStorage.nbytes"
+    assert out == {**out, "failures": 50, "depth": 0, "save": "ok", "helper": False}
+
+
+def test_affected_torch_npu_is_detected_by_its_helper_without_saving_anything():
+    body = """
+calls = []
+orig = torch.serialization.save
+torch.serialization.save = lambda *a, **k: calls.append(1) or orig(*a, **k)
+from verl_ascend import registry
+from verl_ascend.patches import torch_npu_save
+outcome = registry.apply_to(torch_npu_save._STEP, "torch_npu", torch_npu)
+print(json.dumps({"state": outcome.state, "saves_during_detection": len(calls)}))
+"""
+    assert run(body, VERL_ASCEND_PATCHES="-torch_npu_save") == {"state": "applied", "saves_during_detection": 0}

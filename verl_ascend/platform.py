@@ -8,15 +8,35 @@ separate, heavier question asked only by patches that are about to touch torch a
 import functools
 import glob
 import importlib.util
+import json
 import os
 import shutil
+import subprocess
+import sys
 
 DEVICE_ENV = "VERL_ASCEND_DEVICE"
+AUTOLOAD_ENV = "TORCH_DEVICE_BACKEND_AUTOLOAD"
 CANN_FIX = (
     "source the CANN environment before starting Python or `ray start` on every node, e.g. "
-    "`source /usr/local/Ascend/ascend-toolkit/set_env.sh` (and `/usr/local/Ascend/nnal/atb/set_env.sh`), "
-    f"or set {DEVICE_ENV}=cpu to run this process without NPUs"
+    "`source /usr/local/Ascend/ascend-toolkit/set_env.sh` (and `/usr/local/Ascend/nnal/atb/set_env.sh`); "
+    f"to run a process without NPUs set {AUTOLOAD_ENV}=0 (torch then does not load torch_npu) "
+    f"and {DEVICE_ENV}=cpu"
 )
+_PROBE_TIMEOUT = 180
+# Run in a fresh interpreter: after a failed `import torch`, importing it again in the same process
+# fails with an unrelated error ("Only a single TORCH_LIBRARY ..."), so the first failure is the
+# only one worth reporting. Prints one JSON line last; torch_npu may print warnings before it.
+_TORCH_PROBE = r"""
+import json
+try:
+    import torch
+    error = ""
+except BaseException as exc:
+    from verl_ascend.platform import describe
+    error = describe(exc)
+print()
+print(json.dumps({"torch_import_error": error}))
+"""
 
 
 class AscendRuntimeError(RuntimeError):
@@ -39,11 +59,8 @@ def ascend_evidence() -> list:
         found.append("/dev/davinci* present")
     if shutil.which("npu-smi"):
         found.append("npu-smi on PATH")
-    try:
-        if importlib.util.find_spec("torch_npu") is not None:
-            found.append("torch_npu installed")
-    except (ImportError, ValueError):
-        pass
+    if _find("torch_npu") is not None:
+        found.append("torch_npu installed")
     return found
 
 
@@ -57,17 +74,60 @@ def not_ascend_reason() -> str:
     return "not an Ascend host (no /dev/davinci*, no npu-smi on PATH, no torch_npu installed)"
 
 
+def describe(exc: BaseException) -> str:
+    """The exception and the causes chained under it (torch wraps torch_npu's loader error)."""
+    parts, seen = [], exc
+    while seen is not None and len(parts) < 6:
+        parts.append(f"{type(seen).__name__}: {seen}".strip())
+        seen = seen.__cause__ or seen.__context__
+    return parts[0] + "".join(f" (caused by {part})" for part in parts[1:])
+
+
+_first_failure = []  # the first failed `import torch`/`torch_npu` of this process, never retried
+
+
 @functools.lru_cache(maxsize=1)
 def torch_npu_error() -> str:
     """'' when ``import torch_npu`` works and provides ``torch.npu``; otherwise the error text."""
+    if _first_failure and "torch" not in sys.modules:
+        return _first_failure[0]
     try:
         import torch
         import torch_npu  # noqa: F401
-    except Exception as exc:  # ImportError, OSError from a missing libhccl.so, ...
-        return f"{type(exc).__name__}: {exc}"
+    except Exception as exc:  # ImportError, OSError from a missing libhccl.so, torch's autoload error
+        if not _first_failure:
+            _first_failure.append(describe(exc))
+        return _first_failure[0]
     if not hasattr(torch, "npu"):
         return "torch_npu imported but torch.npu is missing"
     return ""
+
+
+@functools.lru_cache(maxsize=1)
+def torch_import_problem() -> str:
+    """'' when ``import torch`` works in a fresh interpreter with this environment, else the error
+    with its causes. Asked only where torch_npu is installed (its autoload entry point is what can
+    break ``import torch``) and torch is not imported yet; costs one interpreter start."""
+    if "torch" in sys.modules or _find("torch_npu") is None:
+        return ""
+    try:
+        proc = subprocess.run([sys.executable, "-c", _TORCH_PROBE], capture_output=True, text=True,
+                              timeout=_PROBE_TIMEOUT, env=dict(os.environ))
+    except subprocess.TimeoutExpired:
+        return f"`import torch` did not finish within {_PROBE_TIMEOUT} s"
+    for line in reversed(proc.stdout.strip().splitlines()):
+        try:
+            return json.loads(line)["torch_import_error"]
+        except (ValueError, KeyError, TypeError):
+            continue
+    return f"`import torch` crashed (exit {proc.returncode}): {proc.stderr.strip()[-500:]}"
+
+
+def _find(name):
+    try:
+        return importlib.util.find_spec(name)
+    except (ImportError, ValueError):
+        return None
 
 
 def require_torch_npu() -> None:

@@ -1,5 +1,6 @@
 """`verl-ascend status`: what the plugin did in this process: versions, device, every patch's state."""
 
+import contextlib
 import importlib
 import json
 import sys
@@ -32,12 +33,13 @@ def _device_answer() -> dict:
 
 def collect(import_targets: bool = True) -> dict:
     active = _bootstrap.activate(source="status")
-    try:
-        import verl  # noqa: F401  (0.9: runs the entry point; older: triggers the hooks)
-
-        verl_error = ""
-    except Exception as exc:
-        verl_error = f"{type(exc).__name__}: {exc}"
+    torch_error = platform.torch_import_problem()  # in a fresh interpreter: a failed import is final
+    verl_error = f"import torch fails: {torch_error}" if torch_error else ""
+    if not torch_error:
+        try:
+            import verl  # noqa: F401  (0.9: runs the entry point; older: triggers the hooks)
+        except Exception as exc:
+            verl_error = platform.describe(exc)
     import_errors = _import_targets() if (import_targets and active and not verl_error) else {}
     report = {
         "plugin": {**_bootstrap.activation_info(), "version": _plugin_version()},
@@ -46,6 +48,7 @@ def collect(import_targets: bool = True) -> dict:
             for dist in ("verl", "torch", "torch_npu", "ray", "tensordict", "megatron-core", "mindspeed")
         },
         "ascend_host": platform.ascend_evidence(),
+        "torch_import_error": torch_error or None,
         "verl_import_error": verl_error or None,
         "device": _device_answer() if not verl_error else {},
         "patches": registry.snapshot(),
@@ -71,6 +74,10 @@ def render(report: dict) -> str:
     lines.append(f"versions: {versions}")
     host = report["ascend_host"]
     lines.append(f"ascend host: {'yes (' + '; '.join(host) + ')' if host else 'no'}")
+    if report.get("torch_import_error"):
+        lines.append(f"import torch FAILED: {report['torch_import_error']}")
+        lines.append(f"fix: {platform.CANN_FIX}")
+        return "\n".join(lines)  # nothing below can be known without torch
     if report["verl_import_error"]:
         lines.append(f"import verl FAILED: {report['verl_import_error']}")
     device = report["device"]
@@ -90,7 +97,9 @@ def render(report: dict) -> str:
 
 
 def _run(args) -> int:
-    report = collect(import_targets=not args.no_import)
+    # Imported packages may print (torch_npu warns about CANN on stdout): keep stdout for the report.
+    with contextlib.redirect_stdout(sys.stderr):
+        report = collect(import_targets=not args.no_import)
     if args.json:
         print(json.dumps(report, indent=2, sort_keys=True))
     else:

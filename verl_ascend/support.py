@@ -24,8 +24,8 @@ def unsupported_reason(verl_module) -> str:
         if not callable(getattr(device, name, None)):
             return f"verl.utils.device has no {name}(){since}"
     manager = sys.modules.get("verl.plugin.platform.platform_manager")
-    if manager is not None:  # 0.9 layout: the device patch pins the platform and resets its cache
-        for name in ("PlatformRegistry", "get_platform", "_current_platform"):
+    if manager is not None:  # 0.9 layout: the device patch pins the platform, replaces a wrong one
+        for name in ("PlatformRegistry", "get_platform", "set_platform", "_current_platform"):
             if not hasattr(manager, name):
                 return f"verl.plugin.platform.platform_manager has no {name}"
         if manager.PlatformRegistry.get("huawei") is None:

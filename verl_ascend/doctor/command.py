@@ -1,6 +1,7 @@
 """`verl-ascend doctor`: gather this node's facts, judge them, print findings with fixes."""
 
 import argparse
+import contextlib
 import os
 import socket
 import sys
@@ -66,7 +67,7 @@ def diagnose(args, env=None) -> tuple:
     if "patches" not in skipped:
         from .. import status
 
-        findings += software.check_patches(status.collect(import_targets=True))
+        findings += software.check_patches(status.collect(import_targets=True))  # no import if torch fails
     if "ray" not in skipped:
         address, how = cluster.discover(args.ray_address, env)
         findings += cluster.check_ray(address, how, network.local_addresses(interfaces), args.nnodes,
@@ -89,7 +90,9 @@ def _run(args) -> int:
         print(f"verl-ascend doctor: --hccn-conf {args.hccn_conf}: no such file (omit it to use {DEFAULT_HCCN_CONF})",
               file=sys.stderr)
         return 2
-    found, context = diagnose(args)
+    # Imported packages may print (torch_npu warns about CANN on stdout): keep stdout for the report.
+    with contextlib.redirect_stdout(sys.stderr):
+        found, context = diagnose(args)
     print(F.to_json(found, context) if args.json else F.render(found, context))
     return F.exit_code(found)
 

@@ -35,7 +35,9 @@ def torch_npu_facts():
     """(installed version or '', import error or '') of torch_npu; imports it only when it is present."""
     if importlib.util.find_spec("torch_npu") is None:
         return "", ""
-    problem = platform.torch_npu_error()
+    # A fresh interpreter first: if `import torch` fails (torch_npu's autoload without CANN), this
+    # process must not import it, or every later import of torch fails with an unrelated error.
+    problem = platform.torch_import_problem() or platform.torch_npu_error()
     version = platform.installed_version("torch_npu")
     if not version and "torch_npu" in sys.modules:
         version = getattr(sys.modules["torch_npu"], "__version__", "")
@@ -147,6 +149,8 @@ def check_patches(report) -> list:
     if not report["plugin"]["active"]:
         return [warn(check, "verl-ascend is switched off (VERL_ASCEND=0): no NPU fixes are applied",
                      "unset VERL_ASCEND (or set it to 1)")]
+    if report.get("torch_import_error"):
+        return [error(check, "not checked: import torch fails (see the torch_npu finding)", platform.CANN_FIX)]
     if report["verl_import_error"]:
         return [error(check, f"import verl failed: {report['verl_import_error']}",
                       "run `verl-ascend status` for details; fix the environment until `python -c 'import verl'` works")]

@@ -7,8 +7,10 @@ happened to each in a process.
 
 In every process (driver, TaskRunner, workers):
     device            verl.utils.device         NPU wins over CUDA on Ascend hosts
-    torch_npu_save    torch -> torch_npu        torch.save restores UntypedStorage.nbytes (no RecursionError)
-    tensordict_sync   verl                      TensorDict.to("cpu") waits for the NPU stream
+    torch_npu_save    torch -> torch_npu        torch.save restores UntypedStorage.nbytes (no RecursionError;
+                                                torch_npu builds of 2024-01 to 2025-03 only)
+    tensordict_sync   verl                      TensorDict.to("cpu") waits for the NPU although vllm-ascend
+                                                left torch.cuda.Event a no-op (tensordict >= 0.12 only)
     mindspeed         verl -> megatron, workers MindSpeed adaptor first; its options go to repatch
     ckpt_validation   torch.distributed.checkpoint / _shard   fast shard-layout checks (any host)
 In the driver:

@@ -7,10 +7,15 @@ Why: verl <= 0.8 computes ``is_cuda_available = torch.cuda.is_available()`` at i
     verl 0.9 probes platforms in the order nvidia, huawei, amd and picks nvidia whenever an
     ``nvidia-smi`` binary exists, or silently when ``import torch_npu`` fails (CANN not sourced).
 How: on an Ascend host, right after ``verl.utils.device`` is imported: verl 0.9 gets
-    ``VERL_PLATFORM=huawei`` unless the user set it (any cached non-NPU platform is dropped);
+    ``VERL_PLATFORM=huawei`` unless the user set it (a non-NPU platform detected earlier is
+    replaced through verl's ``set_platform``);
     older verl gets ``is_cuda_available=False, is_npu_available=True``. If the host looks like
     Ascend but torch_npu cannot be imported, device queries raise an error naming the CANN fix
-    instead of answering ``cuda``. Off Ascend hosts nothing changes.
+    instead of answering ``cuda``. That guard is reached only with torch_npu < 2.5 or
+    ``TORCH_DEVICE_BACKEND_AUTOLOAD=0``: from 2.5 on, torch imports torch_npu through its backend
+    entry point, so without CANN ``import torch`` itself fails before verl runs; ``verl-ascend
+    status``/``doctor`` then report the cause from a fresh interpreter. Off Ascend hosts nothing
+    changes.
 Upstream: verl 0.9 ``verl.plugin.platform`` fixes the ordering only through ``VERL_PLATFORM``.
 Remove when: verl prefers a working torch_npu over CUDA in detection and reports a broken
     torch_npu loudly.
@@ -68,9 +73,12 @@ def _pin_platform(manager) -> str:
     if chosen and chosen != "huawei":
         return f"VERL_PLATFORM={chosen} set by the user is kept"
     os.environ["VERL_PLATFORM"] = "huawei"
-    current = getattr(manager, "_current_platform", None)
+    current = getattr(manager, "_current_platform", None)  # read only: was a platform detected already?
     if current is not None and getattr(current, "device_name", None) != "npu":
-        manager._current_platform = None  # detected before we ran; detect again with the pin
+        # Detected before we ran: replace it through verl's public setter.
+        npu_platform = manager.PlatformRegistry.get("huawei")
+        manager.set_platform(npu_platform())
+        return f"VERL_PLATFORM=huawei; set_platform(huawei) replaced {current.device_name}"
     return "VERL_PLATFORM=huawei"
 
 

@@ -1,24 +1,31 @@
-"""tensordict waits for the NPU before handing device->CPU copies to the host.
+"""tensordict waits for the NPU even when vllm-ascend has left ``torch.cuda.Event`` a no-op.
 
 Why: ``TensorDict.to("cpu")`` copies tensors non-blocking and then calls ``_sync_all`` so the host
-    never reads a half-copied buffer. tensordict picks the device to wait for with torch's
-    ``_get_available_device_type()``: on an Ascend worker that is ``cuda`` once
-    ``torch_npu.contrib.transfer_to_npu`` is imported (MindSpeed imports it), and tensordict >= 0.10
-    then waits only if ``torch.cuda.is_initialized()``, which the real CUDA module answers False;
-    without a renamed privateuse1 backend the answer is None and nothing waits at all. The result
-    is silent garbage in rollouts and rewards that drift. verl replaces ``_sync_all`` itself only
-    for tensordict < 0.10 (``verl/__init__.py``); the field report (seed 003 §7.1: reward falls
-    after ~50 steps) recommends tensordict 0.10.0.
-How: after ``import verl`` on an Ascend host, unless verl's own replacement is installed, wrap
-    ``TensorDictBase._sync_all``: when the NPU is initialised in this process it synchronises
-    ``torch.npu`` once and returns (tensordict's own choice would sync the NPU at most once more);
-    otherwise tensordict decides as before. tensordict still decides *when* to sync. The status
-    shows the installed tensordict version; versions known to misbehave are logged as a warning.
-Upstream: pytorch/tensordict issue 725 (sync after non-blocking to("cpu")); verl ``_sync_all_patch``.
-Remove when: tensordict's ``_sync_all`` synchronises ``torch.npu`` under transfer_to_npu.
+    never reads a half-copied buffer. tensordict 0.10 (the newest verl 0.6-0.9 allow) waits for the
+    NPU by itself: without ``torch_npu.contrib.transfer_to_npu`` its device probe answers ``npu``
+    (torch_npu renames the privateuse1 backend) and it calls ``torch.npu.synchronize()``; with it,
+    the probe answers ``cuda`` and ``torch.cuda.is_initialized``/``synchronize`` *are* the NPU's
+    (transfer_to_npu aliases all of ``torch_npu.npu.__all__`` onto ``torch.cuda``). verl replaces
+    ``_sync_all`` itself for tensordict < 0.10. The one real gap: tensordict >= 0.12 waits in its
+    cuda branch through ``torch.cuda.Event().record(); .synchronize()`` (``_sync_cuda_transfer``),
+    and vllm-ascend 0.12 to 0.23 leave ``torch.cuda.Event`` set to a placeholder whose ``record``
+    and ``synchronize`` do nothing once an ``NPUModelRunner`` is built in the process (the
+    ``finally`` of ``_torch_cuda_wrapper`` in ``vllm_ascend/worker/model_runner_v1.py``). With
+    transfer_to_npu imported as well, tensordict's sync then waits for nothing: the host can read
+    device-to-host copies before they land. This needs tensordict >= 0.12, outside verl's pin.
+How: after ``import verl`` on an Ascend host, only when tensordict syncs through
+    ``torch.cuda.Event`` (it has ``tensordict.base._sync_cuda_transfer``) and verl has not replaced
+    ``_sync_all``: wrap ``TensorDictBase._sync_all`` so that, when the NPU is initialised in this
+    process, it calls ``torch.npu.synchronize()`` once and returns; otherwise tensordict decides as
+    before. Elsewhere "not applicable" says why. tensordict < 0.10 is logged as a warning.
+Upstream: vllm-project/vllm-ascend PR 11709 (v0.24: the ``finally`` restores the NPU event);
+    pytorch/tensordict ``_sync_cuda_transfer`` (0.12).
+Remove when: supported vllm-ascend releases all restore ``torch.cuda.Event`` (>= 0.24), or verl's
+    tensordict pin stays below 0.12.
 """
 
 import logging
+import sys
 
 from .. import platform
 from ..registry import Patch
@@ -28,6 +35,7 @@ NAME = "tensordict_sync"
 TARGET = "verl"
 # Field reports: seed 003 §7.1 (rewards fall after ~50 steps with older tensordict on A2).
 KNOWN_BAD_BELOW = (0, 10, 0)
+_EVENT_SYNC = "_sync_cuda_transfer"  # tensordict >= 0.12: the cuda branch waits on a torch.cuda.Event
 ADVICE = "pip install tensordict==0.10.0 (seed 003 §7.1)"
 logger = logging.getLogger("verl_ascend")
 
@@ -74,7 +82,16 @@ def _applies(module):
         return None
     if (getattr(current, "__module__", "") or "").split(".")[0] == "verl":
         return f"verl replaces _sync_all itself for tensordict {version}" + _warn_if_known_bad(version)
+    if not _syncs_through_cuda_event():
+        return (f"tensordict {version} synchronizes the NPU itself (torch.npu, or torch.cuda as aliased by "
+                "transfer_to_npu); only tensordict >= 0.12 waits through torch.cuda.Event, which "
+                "vllm-ascend 0.12-0.23 leave a no-op") + _warn_if_known_bad(version)
     return None
+
+
+def _syncs_through_cuda_event() -> bool:
+    base = sys.modules.get("tensordict.base")
+    return callable(getattr(base, _EVENT_SYNC, None))
 
 
 def _npu_first(original):
@@ -93,7 +110,8 @@ def _npu_first(original):
 def _apply(module):
     version = tensordict_version()
     wrap(_base_class(), "_sync_all", NAME, _npu_first)
-    return f"tensordict {version}: _sync_all synchronizes torch.npu once the NPU is in use" + _warn_if_known_bad(version)
+    return (f"tensordict {version} waits through torch.cuda.Event: _sync_all synchronizes torch.npu once the NPU "
+            "is in use" + _warn_if_known_bad(version))
 
 
 PATCH = Patch(name=NAME, targets=(TARGET,), applies=_applies, apply=_apply, doc=__doc__)

@@ -1,23 +1,27 @@
 """torch_npu's save leaves ``UntypedStorage.nbytes`` exactly as it found it, even when it fails.
 
-Why: torch_npu replaces ``torch.save``; its helper reads ``UntypedStorage.nbytes`` as it is at call
-    time, installs a closure for NPU storages around that value, saves, then puts the value back,
-    with no try/finally and no lock. A save that raises (an unpicklable object, a full disk, Ray
-    pickling a storage) leaves its closure behind and the next save wraps it again; two threads
-    saving at once capture and restore each other's closures. Every ``nbytes()`` then walks the
-    whole pile and, after about a thousand, fails with RecursionError (seed 002 bug 1, MindSpeed-RL
-    issue 1; users commented the two lines out of site-packages).
-How: after ``torch_npu`` is imported (armed when ``torch`` is), probe the installed helper: run it
-    on an object that cannot be pickled and see whether ``nbytes`` changed. Only then wrap the
-    helper: a re-entrant lock serialises saves, the outermost save first unwinds any pile already
-    built (so a process that hit the bug recovers), and a finally restores the value found on
-    entry. torch_npu's own helper still does the work, so NPU storages are sized its way.
-Upstream: Ascend/pytorch ``torch_npu/utils/serialization.py`` (``_get_npu_save_result``).
-Remove when: the installed torch_npu passes the probe (a failing save leaves ``nbytes`` unchanged),
-    which this patch then reports as "not applicable".
+Why: on the affected torch_npu builds, ``torch.save`` goes through a helper that reads
+    ``UntypedStorage.nbytes`` as it is at call time, installs a closure for NPU storages around that
+    value, saves, then puts the value back, with no try/finally and no lock. A save that raises (an
+    unpicklable object, a full disk, Ray pickling a storage) leaves its closure behind and the next
+    save wraps it again; two threads saving at once capture and restore each other's closures.
+    Every ``nbytes()`` then walks the whole pile and, after about a thousand, fails with
+    RecursionError (seed 002 bug 1, MindSpeed-RL issue 1). Affected: torch_npu 2.1.0.post4-post11,
+    2.2.0, 2.3.1 up to post5, 2.4.0 up to post3, and 2.5.1/2.6.0 dev builds from before April 2025
+    (Ascend/pytorch added the swap in January 2024 and removed it on 2025-03-31). Every release on
+    the package index from 2.5.1 on is fixed, so the patch is inert on the stacks verl 0.6-0.9 use.
+How: when ``torch_npu`` is imported (armed when ``torch`` is), look for the feature: a
+    ``utils.serialization._get_npu_save_result`` whose code builds the ``npu_nbytes`` closure. Without
+    it: "not applicable: fixed in this torch_npu". With it, wrap the helper: a re-entrant lock
+    serialises saves, the outermost save first unwinds any pile already built (so a process that
+    hit the bug recovers), and a finally restores the value found on entry. torch_npu's own helper
+    still does the work, so NPU storages are sized its way. Nothing is saved to detect the feature.
+Upstream: Ascend/pytorch ``torch_npu/utils/serialization.py`` (``_get_npu_save_result``, replaced by
+    ``_npu_save`` installed as ``torch.serialization._save`` in "Fix torch.save's bug in multi-thread").
+Remove when: no supported stack can have an affected torch_npu (the patch then always reports
+    "fixed in this torch_npu").
 """
 
-import io
 import sys
 import threading
 
@@ -49,43 +53,34 @@ def unchain(func):
     return func, depth
 
 
-class _Unpicklable:
-    def __reduce__(self):
-        raise TypeError("verl-ascend probe: this object cannot be pickled on purpose")
-
-
-def _leaks_on_failure(helper) -> bool:
-    """Does a save that raises leave ``nbytes`` replaced? Puts it back either way."""
-    import torch
-
-    storage_cls = torch.storage.UntypedStorage
-    before = storage_cls.nbytes
-    try:
-        helper(_Unpicklable(), io.BytesIO())
-    except Exception:
-        pass
-    leaked = storage_cls.nbytes is not before
-    storage_cls.nbytes = before
-    return leaked
+def _swaps_nbytes(helper) -> bool:
+    """Does this save helper build torch_npu's ``npu_nbytes`` closure (the affected code)?"""
+    code = getattr(helper, "__code__", None)
+    return code is not None and any(getattr(c, "co_name", "") == _CLOSURE_NAME for c in code.co_consts)
 
 
 def _serialization():
     return sys.modules.get("torch_npu.utils.serialization")
 
 
+def fixed_reason() -> str:
+    version = platform.installed_version("torch_npu") or getattr(sys.modules.get(STEP), "__version__", "")
+    release = f" {version}" if version else ""
+    return f"fixed in this torch_npu{release}: its save does not swap UntypedStorage.nbytes"
+
+
 def _step_applies(module):
-    serialization = _serialization()
-    helper = getattr(serialization, HELPER, None)
+    helper = getattr(_serialization(), HELPER, None)
     if helper is None:
-        return f"torch_npu has no utils.serialization.{HELPER} (its save path changed); nothing to fix"
+        return fixed_reason()
     if getattr(helper, "__verl_ascend_patch__", None) == NAME:
         return None
     import torch
 
     if unchain(torch.storage.UntypedStorage.nbytes)[1]:
         return None  # the bug already struck in this process
-    if not _leaks_on_failure(helper):
-        return f"torch_npu {platform.installed_version('torch_npu') or ''} restores UntypedStorage.nbytes after a failing save".replace("  ", " ")
+    if not _swaps_nbytes(helper):
+        return fixed_reason()
     return None
 
 

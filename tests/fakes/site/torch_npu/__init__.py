@@ -1,21 +1,40 @@
 """TEST DOUBLE of torch_npu (Ascend's PyTorch extension). Never shipped; see tests/fakes/README.md.
 
-Only what verl and verl-ascend touch: ``torch.npu`` with device queries, a recording
-``synchronize`` and a stream double, so device selection and sync logic can run on a CPU machine;
-``torch.save`` replaced by the double of torch_npu's save (``utils/serialization.py``).
+What verl and verl-ascend touch, modelled on the real torch_npu 2.13.0 (``tests/real_torch_npu.py``
+fetches that wheel; ``tests/test_real_torch_npu.py`` compares this double with it):
+- ``torch_npu/__init__.py``: sets ``TORCH_DEVICE_BACKEND_AUTOLOAD=0`` while it imports and puts the
+  caller's value back in ``_autoload()`` (torch's ``torch.backends`` entry point, declared by the
+  dist-info ``tests/subproc.py`` writes), so a failed import leaves the switch at 0;
+- ``_init/registry/backend.py::register_privateuse1_backend``: renames the privateuse1 backend to
+  ``npu`` and registers ``torch.npu``;
+- ``_init/registry/registry_manager.py::_cann_package_check``: prints a warning to stdout when
+  ``ASCEND_HOME_PATH`` is unset;
+- ``torch_npu.npu``: offers every name of the real ``__all__`` (``_npu_names.py``); device queries,
+  a recording ``synchronize``, streams and events work, the other names raise when called;
+- the save path (``utils/serialization.py``).
 """
 
 import os
 import sys
 import types
 
+# torch_npu/__init__.py: autoload off while torch_npu imports torch, restored by _autoload() at the end.
+_ORG_AUTOLOAD = os.getenv("TORCH_DEVICE_BACKEND_AUTOLOAD", "1")
+os.environ["TORCH_DEVICE_BACKEND_AUTOLOAD"] = "0"
+
 if os.environ.get("FAKE_TORCH_NPU_BROKEN") == "1":
-    # What an Ascend host without `source set_env.sh` shows.
-    raise ImportError("libhccl.so: cannot open shared object file: No such file or directory (fake torch_npu)")
+    # What an Ascend host without `source set_env.sh` shows: the dynamic loader's message for
+    # torch_npu/_C (2.13 reaches _C through utils -> npu before its own CANN hint can run).
+    raise ImportError("libhccl.so: cannot open shared object file: No such file or directory")
 
 import torch
 
-__version__ = os.environ.get("FAKE_TORCH_NPU_VERSION", "2.7.1.post0+fake")
+from ._npu_names import NPU_ALL
+
+__version__ = os.environ.get("FAKE_TORCH_NPU_VERSION", "2.13.0")
+
+if "ASCEND_HOME_PATH" not in os.environ:  # registry_manager._cann_package_check prints to stdout
+    print("Warning: ASCEND_HOME_PATH environment variable is not set.")
 
 _count = int(os.environ.get("FAKE_NPU_COUNT", "8"))
 _current = [0]
@@ -61,14 +80,51 @@ npu.is_initialized = lambda: state["initialized"]
 npu.get_device_name = lambda index=0: "Ascend910B2 (fake)"
 npu.memory = types.SimpleNamespace(_set_allocator_settings=lambda settings: None)
 
-torch.npu = npu
-sys.modules["torch.npu"] = npu
+
+
+class _Event:
+    def __init__(self, enable_timing=False, blocking=False, interprocess=False):
+        self.recorded = False
+
+    def record(self, stream=None):
+        self.recorded = True
+        calls.append(("event.record", None))
+
+    def synchronize(self):
+        calls.append(("event.synchronize", None))
+
+    def wait(self, stream=None):
+        calls.append(("event.wait", None))
+
+    def query(self):
+        return True
+
+
+npu.Event = _Event
+
+
+def _not_modelled(name):
+    def missing(*args, **kwargs):
+        raise NotImplementedError(f"fake torch_npu has no form of torch.npu.{name}")
+
+    missing.__name__ = name
+    return missing
+
+
+for _name in NPU_ALL:  # the real module's public names, so transfer_to_npu aliases the same set
+    if not hasattr(npu, _name):
+        setattr(npu, _name, _not_modelled(_name))
+npu.__all__ = list(NPU_ALL)
+
 sys.modules["torch_npu.npu"] = npu  # `torch_npu.npu.X` and `from torch_npu.npu import X`
+# _init/registry/backend.py::register_privateuse1_backend
+torch.utils.rename_privateuse1_backend("npu")
+torch._register_device_module("npu", npu)
 
 # The real torch_npu replaces torch.save at import with its NPU-aware save (utils/serialization.py).
 from .utils import serialization as _serialization  # noqa: E402
 
-_serialization.add_serialization_methods()
+_serialization._add_serialization_methods()
 
 
 class _Mstx:
@@ -117,3 +173,11 @@ def __getattr__(name):
         missing.__name__ = name
         return missing
     raise AttributeError(name)
+
+
+def _autoload():
+    # torch_npu/__init__.py::_autoload: torch's backend entry point; child processes inherit the switch.
+    os.environ["TORCH_DEVICE_BACKEND_AUTOLOAD"] = _ORG_AUTOLOAD
+
+
+_autoload()  # as the real module does when `import torch_npu` comes first
