@@ -30,7 +30,8 @@ OPTIONS = {
 }
 MINDSPEED_KEYS = {"use_flash_attn", "use_fused_rmsnorm", "use_fused_swiglu"}
 # a second Megatron model in the same process (reward model beside the critic), its own MindSpeed option
-SECOND = {"use_fused_rotary_pos_emb": True, "recompute_granularity": "full"}
+SECOND = {"use_fused_rotary_pos_emb": True, "recompute_granularity": "full", "recompute_method": "block",
+          "recompute_num_layers": 1}
 
 
 def _verl_has(relative: str) -> bool:
@@ -213,7 +214,7 @@ import json
 import mindspeed.megatron_adaptor
 from megatron.core.transformer import TransformerConfig
 from verl_ascend.patches.mindspeed import split_options
-options = {"use_flash_attn": True, "recompute_granularity": "full"}
+options = {"use_flash_attn": True, "add_bias_linear": False}
 before = split_options(options)
 TransformerConfig(num_layers=2, hidden_size=64, num_attention_heads=4, **options)  # MindSpeed's wrapper absorbs use_flash_attn
 print(json.dumps({"before": before, "after": split_options(options), "subclasses": [c.__name__ for c in TransformerConfig.__subclasses__()]}))
@@ -224,6 +225,6 @@ print(json.dumps({"before": before, "after": split_options(options), "subclasses
 @pytest.mark.parametrize("generation", ["2.2", "26"])
 def test_megatron_fields_ignore_mindspeeds_generated_subclass(generation):
     out = last_json(run_python(SPLIT, env=clean_env(fake_npu=True, FAKE_MINDSPEED_VERSION=generation), timeout=120))
-    expected = [{"recompute_granularity": "full"}, {"use_flash_attn": True}]
+    expected = [{"add_bias_linear": False}, {"use_flash_attn": True}]
     assert out["subclasses"].count("TransformerConfig") >= 1  # MindSpeed's make_dataclass subclass is alive
     assert out["before"] == expected and out["after"] == expected

@@ -1,7 +1,7 @@
 """Dispatch rollouts in tiled order and give verl its interleaved order back.
 
 Why: verl repeats each prompt n times side by side and splits the batch by position across rollout
-    workers, so all n samples of a prompt run on one worker. A prompt with long answers makes that
+    workers, so on the spmd path all n samples of a prompt run on one worker. A prompt with long answers makes that
     worker the straggler, which on A2 ends in rollout / HCCL timeouts (seed 003 §7.2, verl issue
     4115). The field fix, ``interleave=False`` in the trainers' ``repeat`` calls, must be made in
     two places per trainer; changing one pairs responses with the wrong ground truth, and DAPO's
@@ -17,12 +17,24 @@ How: at the two points where verl splits a generation batch across workers, the 
     mode). Both sit below ``RayPPOTrainer.fit``, its validation and the DAPO recipe trainer. On
     the manager the reorder goes around the undecorated body, beneath ``auto_await`` and 0.9's
     ``SkipManager`` (rollout dump/replay), so those keep seeing verl's order.
-    Switch: ``VERL_ASCEND_ROLLOUT_ORDER=tiled|interleaved``; default tiled on Ascend hosts,
-    interleaved elsewhere. Not applicable to the 0.9.x ``trainer.use_v1`` TransferQueue path:
-    ``AgentLoopManagerTQ`` dispatches each prompt once and its worker spawns the n samples itself,
-    results are keyed by uid, so there is no positional sample order to change.
+    Where it acts, decided per trainer path by feature detection (``bench/rollout_balance.py``
+    prints the numbers behind each default):
+    - spmd, ``rollout.mode=sync`` (verl 0.6.x: ``RayPPOTrainer`` calls
+      ``actor_rollout_wg.generate_sequences``): each DP rank generates exactly its slice, so the
+      order decides the straggler. Tiled by default on Ascend hosts.
+    - agent loop (every async rollout; the only path of verl 0.7+): each sample is its own request
+      and verl routes it to a server (0.7.1+ ``GlobalRequestLoadBalancer``: fewest in flight;
+      0.6.x/0.7.0 ``AsyncLLMServerManager``: fewest sent per agent-loop worker). The split only
+      decides which agent-loop worker holds a sample; the bench shows no gain (0.7.1+) or a loss
+      (0.6.x). Not applicable by default.
+    - 0.9.x ``trainer.use_v1`` TransferQueue: ``AgentLoopManagerTQ`` dispatches each prompt once,
+      its worker spawns the n samples itself and results are keyed by uid: no positional order.
+      Not applicable.
+    Switch: ``VERL_ASCEND_ROLLOUT_ORDER=tiled|interleaved``. Unset: the defaults above on Ascend
+    hosts, interleaved elsewhere. ``tiled`` set explicitly applies on every path that has a
+    dispatch point (the agent loop included, for comparing on a cluster).
 Upstream: none yet (verl issue 4115 asks for balanced dispatch).
-Remove when: verl spreads a prompt's samples across rollout workers itself.
+Remove when: verl 0.6.x (the last with the spmd ``rollout.mode=sync`` trainer path) is out of use.
 """
 
 import functools
