@@ -29,9 +29,10 @@ OPTIONS = {
     "recompute_num_layers": 1,
 }
 MINDSPEED_KEYS = {"use_flash_attn", "use_fused_rmsnorm", "use_fused_swiglu"}
-# a second Megatron model in the same process (reward model beside the critic), its own MindSpeed option
-SECOND = {"use_fused_rotary_pos_emb": True, "recompute_granularity": "full", "recompute_method": "block",
-          "recompute_num_layers": 1}
+# a second Megatron model in the same process (reward model beside the critic): the same MindSpeed
+# keys as the first (after whose build MindSpeed's generated config subclass has a field for each), other values
+SECOND = {"use_flash_attn": False, "use_fused_rmsnorm": False, "recompute_granularity": "full",
+          "recompute_method": "block", "recompute_num_layers": 1}
 
 
 def _verl_has(relative: str) -> bool:
@@ -74,7 +75,7 @@ def report(**more):
     rows = {r["target"]: [r["state"], r.get("detail") or r.get("reason") or ""] for r in registry.summarize("mindspeed")["targets"]}
     args = vars(mindspeed.args_utils.get_full_args())
     return {"order": adaptor.events[0], "repatch": repatches(), "rows": rows,
-            "global_args": {k: args.get(k) for k in ("use_flash_attn", "use_fused_rotary_pos_emb")}, **more}
+            "global_args": {k: args.get(k) for k in ("use_flash_attn", "use_fused_rmsnorm")}, **more}
 """
 
 ENGINE = PRELUDE + r"""
@@ -152,6 +153,7 @@ def check_old_generation(out):
 def test_engine_path_mindspeed_2_2_gets_every_option():
     out = run(ENGINE, "2.2")
     check_adaptor_first(out)
+    assert "ok" in out["first"], out["first"]
     built = out["first"]["ok"]
     # verl's MindspeedEngine handed the options to repatch in this process: MindSpeed's global args hold them
     assert len(out["repatch"]) == 1 and out["repatch"][0]["use_flash_attn"] is True
@@ -182,8 +184,6 @@ def test_engine_path_mindspeed_2_1_warns_and_builds():
 def test_legacy_path_mindspeed_2_2_repatches_every_build():
     out = run(LEGACY, "2.2")
     check_adaptor_first(out)
-    row = out["rows"]["verl.workers.megatron_workers"]
-    assert row[0] == "applied" and "2.2+" in row[1]
     first, second = out["first"]["ok"], out["second"]["ok"]
     megatron_values_intact(first)
     # critic: its options reached repatch (stock verl 0.6/0.7 never does that) and MindSpeed's wrapper
@@ -192,11 +192,13 @@ def test_legacy_path_mindspeed_2_2_repatches_every_build():
     # a second model built in the same process reaches repatch too (MindSpeed's generated config
     # subclass from the first build must not make its keys look like Megatron fields)
     assert out["after_second"] == 2 and out["repatch"][1] == SECOND
-    assert second["has"]["use_fused_rotary_pos_emb"] is True and out["global_args"]["use_fused_rotary_pos_emb"] is True
+    assert second["has"]["use_flash_attn"] is False and out["global_args"]["use_flash_attn"] is False
     # the actor: verl's own repatch call is not repeated
     assert "ok" in out["actor"] and out["actor_repatches"] == 0
     # stock verl builds with this MindSpeed, but without repatch for the critic
     assert "ok" in out["stock"]
+    row = out["rows"]["verl.workers.megatron_workers"]
+    assert row[0] == "applied" and "2.2+" in row[1]
 
 
 @pytest.mark.skipif(not LEGACY_PATH, reason="legacy Megatron workers exist up to verl 0.7")
