@@ -116,7 +116,7 @@ if out["has_repatch"]:
     mine = args_utils.get_mindspeed_args()
     theirs = real(ROOT / "mindspeed/args_utils.py", "add_args", "parser_unknown_args", "get_mindspeed_args",
                   argparse=argparse, MindSpeedFeaturesManager=Features, _MINDSPEED_ARGS=None)["get_mindspeed_args"]()
-    out["argv"] = {"double": vars(mine), "real": vars(theirs)}
+    out["argv"] = {"double": dict(vars(mine)), "real": dict(vars(theirs))}
 
     # the init wrapper, on a fresh config, with the same process-global args under the same kwargs
     shared = argparse.Namespace(**vars(mine))
