@@ -29,7 +29,8 @@ Agent-loop workers launch their whole slice at once (``asyncio.gather``), so req
 together, worker after worker in turn. Each server pulls its requests first come first served into
 ``--slots`` concurrent sequences that decode one token per tick. Printed per path: max/mean tokens
 per server and the step's makespan (slowest server), stock vs tiled. A path gets tiled by default
-when stock/tiled of its max/mean tokens reaches 1.05 (``GAIN_BAR``).
+when stock/tiled of its max/mean tokens reaches 1.05 (``GAIN_BAR``) on the 235B shape and tiled is
+not worse on the other.
 
 The floor no order can beat: when n is a multiple of the worker count, tiled gives every worker
 the same prompts (n / workers samples of each). A worker's total is then the sum of independent
@@ -283,9 +284,15 @@ def paths_for_shape(rng, name, prompts, n, workers, model, args, positional) -> 
         paths[router] = {"what": what, "gain": r["stock_tokens_max_over_mean"] / r["tiled_tokens_max_over_mean"],
                          "metric": "max/mean tokens per server", "makespan_gain": r["stock_over_tiled_makespan"],
                          "stock": r["stock_tokens_max_over_mean"], "tiled": r["tiled_tokens_max_over_mean"]}
-    for path in paths.values():
-        path["tiled_helps"] = path["gain"] >= GAIN_BAR
     return paths
+
+
+def path_defaults(results: dict) -> dict:
+    """Per trainer path: tiled by default when it gains GAIN_BAR on the 235B shape (the shape the
+    straggler was seen on) and is never worse on another shape."""
+    names = results["qwen3-235b"]["paths"]
+    return {path: results["qwen3-235b"]["paths"][path]["gain"] >= GAIN_BAR
+            and all(r["paths"][path]["gain"] >= 1.0 for r in results.values()) for path in names}
 
 
 def main(argv=None) -> int:
@@ -317,9 +324,10 @@ def main(argv=None) -> int:
                                        "tiled_max_over_mean": at and at["tiled_max_over_mean"]}
         results[name]["samples_per_worker_per_prompt"] = n // workers if n % workers == 0 else None
         results[name]["paths"] = paths_for_shape(rng, name, prompts, n, workers, model, args, results[name])
+    defaults = path_defaults(results)
     if args.json:
         print(json.dumps({"rho": args.rho, "steps": args.steps, "target": TARGET, "results": results,
-                          "sweep": sweep}, indent=2))
+                          "sweep": sweep, "defaults": defaults}, indent=2))
         return 0
 
     print(f"response-length model: shifted log-normal, prompt share of variance rho={args.rho}, "
@@ -339,8 +347,8 @@ def main(argv=None) -> int:
             speedup = r["stock_max_over_mean"] / r["tiled_max_over_mean"]
             print(f"  stock/tiled {speedup:.3f} (bar >= {SPEEDUP_BAR}: {'meets' if speedup >= SPEEDUP_BAR else 'MISSES'})")
         print(f"  per trainer path ({r['paths']['global']['metric']} for agent loops, {args.slots} slots per server):")
-        for path in r["paths"].values():
-            verdict = "tiled by default" if path["tiled_helps"] else "no gain: not applicable by default"
+        for key, path in r["paths"].items():
+            verdict = "tiled by default" if defaults[key] else "no gain: not applicable by default"
             span = f", makespan stock/tiled {path['makespan_gain']:.3f}" if "makespan_gain" in path else ""
             print(f"    {path['what']}: {path['metric']} stock {path['stock']:.3f} tiled {path['tiled']:.3f}, "
                   f"stock/tiled {path['gain']:.3f}{span}  => {verdict}")
