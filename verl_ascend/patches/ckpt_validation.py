@@ -20,9 +20,10 @@ How: ``VERL_ASCEND_CKPT_VALIDATION`` picks the mode (default ``fast``, on any ho
     Replacements are installed on the defining module and on every loaded module holding the
     function by name (``from ... import validate_non_overlapping_shards_metadata``).
     ``status`` looks again each time it is read: when another package has put its own function in
-    place since (MindSpeed 26.x with ``--ckpt-acceleration`` stubs both validators; its TTP
-    adaptor swaps ``_validate_global_plan`` for ``return True`` during a save), the row reads
-    ``overridden`` and names the function now installed and what that means.
+    place since (MindSpeed 26.x with ``--ckpt-acceleration`` stubs both validators), the row reads
+    ``overridden`` and names the function now installed and what that means. (MindSpeed 26.1+'s
+    TTP adaptor swaps ``_validate_global_plan`` for ``return True`` only during its own plan call,
+    which no later look can see.)
 Upstream: torch 2.10 replaced the pairwise loops with one-dimension sweep lines, which stay
     quadratic when the swept dimension is split in few pieces (expert stacks).
 Remove when: torch validates a ~50k-chunk expert stack in well under a second.
