@@ -6,23 +6,9 @@ The model must route the way the installed verl does: verl 0.7.1+ ``GlobalReques
 agent-loop worker, fewest requests sent). verl's class runs here over stand-in server handles.
 """
 
-import importlib.util
-
 import numpy as np
-import pytest
 
-from subproc import ROOT
-
-BENCH = ROOT / "bench" / "rollout_balance.py"
-LONG, SHORT = 1000.0, 10.0
-
-
-@pytest.fixture(scope="module")
-def bench():
-    spec = importlib.util.spec_from_file_location("rollout_balance", BENCH)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+from test_rollout_balance_bench import LONG, SHORT, bench  # noqa: F401  (the bench module fixture)
 
 
 def _verl_router(servers: int):

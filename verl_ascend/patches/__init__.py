@@ -9,7 +9,7 @@ In every process (driver, TaskRunner, workers):
     device            verl.utils.device         NPU wins over CUDA on Ascend hosts
     torch_npu_save    torch -> torch_npu        torch.save restores UntypedStorage.nbytes (no RecursionError)
     tensordict_sync   verl                      TensorDict.to("cpu") waits for the NPU stream
-    mindspeed         verl -> megatron, workers MindSpeed adaptor first; its options go to repatch
+    mindspeed         verl -> megatron, workers MindSpeed adaptor first; options to repatch per MindSpeed generation
     ckpt_validation   torch.distributed.checkpoint / _shard   fast shard-layout checks (any host)
 In the driver:
     ray_runtime_env   ray                       VERL_ASCEND* settings reach every Ray worker
