@@ -198,3 +198,38 @@ print(json.dumps({"patch": registry.summarize("ckpt_validation"),
     assert out["patch"]["state"] == "failed" and not out["marked"]
     assert "VERL_ASCEND_CKPT_VALIDATION='quick' is not a mode" in out["patch"]["targets"][0]["detail"]
     assert "failed on torch.distributed" in proc.stderr  # logged at WARNING with the fix
+
+
+OVERRIDE = r"""
+import json
+import torch.distributed.checkpoint  # the patch installs the fast checks here
+from verl_ascend import registry
+rows = lambda: {r["target"].rsplit(".", 1)[-1]: [r["state"], r["detail"]] for r in registry.summarize("ckpt_validation")["targets"]}
+before = rows()
+import mindspeed.megatron_adaptor  # MindSpeed double, generation from FAKE_MINDSPEED_VERSION, argv from below
+from torch.distributed.checkpoint import default_planner
+try:
+    answer = repr(default_planner._validate_global_plan([], None))
+except Exception as exc:  # a real check needs real metadata
+    answer = type(exc).__name__
+print(json.dumps({"before": before, "after": rows(), "state": registry.summarize("ckpt_validation")["state"],
+                  "plan_answer": answer}))
+"""
+
+
+@pytest.mark.parametrize("generation,argv,replaced", [("26", "--ckpt-acceleration", True), ("26", "", False),
+                                                      ("2.2", "--ckpt-acceleration", False)])
+def test_status_names_mindspeed_when_it_replaced_the_checks_after_us(generation, argv, replaced):
+    env = clean_env(fake_npu=True, FAKE_MINDSPEED_VERSION=generation)
+    out = last_json(run_python(OVERRIDE, env=env, timeout=180, args=(argv,) if argv else ()))
+    assert all(state == "applied" for state, _ in out["before"].values())
+    load, save, read = (out["after"][k] for k in ("_internals", "default_planner", "planner_helpers"))
+    assert read[0] == "applied"  # MindSpeed leaves read planning alone
+    if not replaced:
+        assert out["state"] == "applied" and load[0] == save[0] == "applied"
+        return
+    # MindSpeed 26.x --ckpt-acceleration stubbed both validators after the patch: status says so and who
+    assert out["plan_answer"] == "True" and out["state"] == "overridden"
+    for state, detail in (load, save):
+        assert state == "overridden"
+        assert "mindspeed/core/dist_checkpointing/checkpoint_adaptor.py" in detail and "--ckpt-acceleration" in detail

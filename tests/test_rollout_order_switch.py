@@ -11,6 +11,7 @@ from subproc import clean_env, last_json, run_python
 PROBE = """
 import json
 import verl.single_controller.ray.base as base
+import verl.experimental.agent_loop.agent_loop
 from verl_ascend import registry
 row = registry.summarize("rollout_order")["targets"]
 wrapped = getattr(base.func_generator, "__verl_ascend_patch__", None) == "rollout_order"
@@ -23,10 +24,34 @@ def probe(**env):
     return last_json(run_python(PROBE, env=clean_env(**env), timeout=600))
 
 
-def test_ascend_host_default_is_tiled():
+def test_ascend_host_default_follows_the_trainer_path():
+    """Unset on an Ascend host: tiled where the dispatch position decides the load (verl 0.6's
+    rollout.mode=sync), not applicable on the agent loop, whose requests verl routes itself."""
     on = probe(fake_npu=True)
-    assert on["rows"][TARGET][0] == "applied" and on["wrapped"]
-    assert "default on Ascend hosts" in on["rows"][TARGET][1]
+    spmd = rollout_order.spmd_trainer_path()  # the installed verl's trainer, read from its source
+    assert spmd == _verl_is_0_6()
+    if spmd:
+        assert on["rows"][TARGET][0] == "applied" and on["wrapped"]
+        assert "default on Ascend hosts" in on["rows"][TARGET][1] and "spmd" in on["rows"][TARGET][1]
+    else:
+        assert on["rows"][TARGET][0] == "not applicable" and not on["wrapped"]
+        assert "rollout.mode=sync" in on["rows"][TARGET][1]
+    state, reason = on["rows"][rollout_order.AGENT_LOOP]
+    assert state == "not applicable" and "bench/rollout_balance.py" in reason
+    assert ("AsyncLLMServerManager" if _verl_is_0_6() else "GlobalRequestLoadBalancer") in reason
+
+
+def test_explicit_tiled_applies_on_every_dispatch_point():
+    on = probe(fake_npu=True, VERL_ASCEND_ROLLOUT_ORDER="tiled")
+    assert on["wrapped"] and on["rows"][TARGET][0] == "applied"
+    state, detail = on["rows"][rollout_order.AGENT_LOOP]
+    assert state == "applied" and "no gain expected" in detail
+
+
+def _verl_is_0_6() -> bool:
+    from importlib.metadata import version
+
+    return version("verl").startswith("0.6.")
 
 
 def target_module():
@@ -43,6 +68,7 @@ def test_decision_per_host_and_value(monkeypatch, value, ascend, applies):
     if value:
         monkeypatch.setenv("VERL_ASCEND_ROLLOUT_ORDER", value)
     monkeypatch.setattr(rollout_order.platform, "is_ascend_host", lambda: ascend)
+    monkeypatch.setattr(rollout_order, "spmd_trainer_path", lambda: True)  # a verl whose trainer has the sync path
     reason = rollout_order.PATCH.applies(target_module())
     assert (reason is None) == applies
     if not applies and value is None:

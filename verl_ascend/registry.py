@@ -22,6 +22,7 @@ NOT_APPLICABLE = "not applicable"
 DISABLED = "disabled"
 FAILED = "failed"
 PENDING = "pending"
+OVERRIDDEN = "overridden"  # applied, but another package put its own function in place since
 
 
 @dataclasses.dataclass
@@ -31,7 +32,9 @@ class Patch:
     ``applies(module)`` returns None when the fix is needed for this target, else the reason it is
     not (feature probe, not an Ascend host, ...). ``apply(module)`` changes the target and returns
     an optional detail string for the status. Both are looked up on the record at call time, so
-    tests may replace them.
+    tests may replace them. ``live(target)``, optional, is asked whenever the status is read for an
+    applied target: None while what the patch installed is still what callers get, else a note
+    saying what is there instead (the row then reads ``overridden``).
     """
 
     name: str
@@ -40,6 +43,7 @@ class Patch:
     apply: Callable
     doc: str = ""
     summary: str = ""
+    live: Optional[Callable] = None
 
     def __post_init__(self):
         if not self.summary and self.doc:
@@ -178,11 +182,25 @@ def summarize(name: str) -> dict:
             if target is not None:
                 rows.append({"target": target, "state": PENDING, "detail": f"waits for `import {target}`"})
             continue
-        rows.append({"target": target, "state": outcome.state, "detail": outcome.detail})
-    order = [FAILED, APPLIED, DISABLED, PENDING, NOT_APPLICABLE]
+        row = {"target": target, "state": outcome.state, "detail": outcome.detail}
+        if outcome.state == APPLIED and patch.live is not None:
+            _live_check(patch, row)
+        rows.append(row)
+    order = [FAILED, OVERRIDDEN, APPLIED, DISABLED, PENDING, NOT_APPLICABLE]
     states = {row["state"] for row in rows}
     state = next((s for s in order if s in states), PENDING)
     return {"name": name, "state": state, "summary": patch.summary, "targets": rows}
+
+
+def _live_check(patch: Patch, row: dict) -> None:
+    try:
+        note = patch.live(row["target"])
+    except Exception as exc:  # a status read must not raise
+        note = None
+        row["detail"] += f"; could not check what is installed now ({type(exc).__name__}: {exc})"
+    if note:
+        row["state"] = OVERRIDDEN
+        row["detail"] = f"{row['detail']}; now {note}" if row["detail"] else f"now {note}"
 
 
 def snapshot() -> list:

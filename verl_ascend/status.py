@@ -104,7 +104,7 @@ def _run(args) -> int:
         print(json.dumps(report, indent=2, sort_keys=True))
     else:
         print(render(report))
-    failed = [p["name"] for p in report["patches"] if p["state"] == "failed"]
+    failed = [p["name"] for p in report["patches"] if p["state"] in ("failed", "overridden")]
     return 1 if failed or report["verl_import_error"] else 0
 
 
@@ -114,7 +114,8 @@ def register(sub) -> None:
         help="show versions, the detected device and every patch's state in this environment",
         description="Imports verl (and each patch's target module) in this process and reports what "
         "verl-ascend did: applied / not applicable (why) / disabled / failed (the exception). "
-        "Exit 1 when a patch failed or verl does not import.",
+        "Exit 1 when a patch failed, another package replaced what a patch installed (overridden), "
+        "or verl does not import.",
     )
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.add_argument("--no-import", action="store_true", help="only import verl, not every patch target")

@@ -11,7 +11,7 @@ In every process (driver, TaskRunner, workers):
                                                 torch_npu builds of 2024-01 to 2025-03 only)
     tensordict_sync   verl                      TensorDict.to("cpu") waits for the NPU although vllm-ascend
                                                 left torch.cuda.Event a no-op (tensordict >= 0.12 only)
-    mindspeed         verl -> megatron, workers MindSpeed adaptor first; its options go to repatch
+    mindspeed         verl -> megatron, workers MindSpeed adaptor first; options to repatch per MindSpeed generation
     ckpt_validation   torch.distributed.checkpoint / _shard   fast shard-layout checks (any host)
 In the driver:
     ray_runtime_env   ray                       VERL_ASCEND* settings reach every Ray worker

@@ -19,6 +19,11 @@ How: ``VERL_ASCEND_CKPT_VALIDATION`` picks the mode (default ``fast``, on any ho
     process) and still uses the fast read planning, which is exact. ``stock`` changes nothing.
     Replacements are installed on the defining module and on every loaded module holding the
     function by name (``from ... import validate_non_overlapping_shards_metadata``).
+    ``status`` looks again each time it is read: when another package has put its own function in
+    place since (MindSpeed 26.x with ``--ckpt-acceleration`` stubs both validators), the row reads
+    ``overridden`` and names the function now installed and what that means. (MindSpeed 26.1+'s
+    TTP adaptor swaps ``_validate_global_plan`` for ``return True`` only during its own plan call,
+    which no later look can see.)
 Upstream: torch 2.10 replaced the pairwise loops with one-dimension sweep lines, which stay
     quadratic when the swept dimension is split in few pieces (expert stacks).
 Remove when: torch validates a ~50k-chunk expert stack in well under a second.
@@ -115,6 +120,39 @@ def _apply(module):
     return f"{chosen}: {attr} {action}{where}{note}"
 
 
+def _who(func) -> str:
+    code = getattr(func, "__code__", None)
+    where = code.co_filename if code is not None else getattr(type(func), "__module__", "?")
+    name = getattr(code, "co_name", None) or getattr(func, "__name__", repr(func))
+    return f"{name} from {where}"
+
+
+def live(target: str):
+    """None while our replacement is what callers of ``target``'s function get; else what is there."""
+    import sys
+
+    attr = _ATTRS[target]
+    ours = [replacement for name, replacement, _ in _installed if name == attr]
+    module = sys.modules.get(target)
+    if not ours or module is None:
+        return None
+    current = getattr(module, attr, None)
+    if current is ours[-1]:
+        return None
+    # functools.wraps copies our tag and name onto a wrapper of ours: only the code object tells
+    originals = {id(original) for name, _, original in _installed if name == attr}
+    if id(current) in originals:
+        return f"torch's own {attr} again (someone reverted verl-ascend's)"
+    who = _who(current)
+    if "mindspeed" in who.lower():
+        meaning = ("MindSpeed replaced it after verl-ascend (its --ckpt-acceleration feature, MindSpeed 26.x): "
+                   "its stub accepts every layout, so overlapping or out-of-bounds shards go unnoticed; "
+                   "drop --ckpt-acceleration to keep the checks (verl-ascend's are fast)")
+    else:
+        meaning = "another package replaced it after verl-ascend: its answer is the one callers get"
+    return f"{who}: {meaning}"
+
+
 def revert() -> None:
     """Put torch's functions back everywhere they are now held, also by later importers (tests)."""
     while _installed:
@@ -122,4 +160,4 @@ def revert() -> None:
         impl.rebind(attr, replacement, original)
 
 
-PATCH = Patch(name=NAME, targets=(LOAD, SAVE, READ), applies=_applies, apply=_apply, doc=__doc__)
+PATCH = Patch(name=NAME, targets=(LOAD, SAVE, READ), applies=_applies, apply=_apply, doc=__doc__, live=live)

@@ -1,28 +1,35 @@
-"""MindSpeed goes in before Megatron, and MindSpeed-only options go to MindSpeed, not Megatron.
+"""MindSpeed goes in before Megatron, and every Megatron worker hands its MindSpeed options to MindSpeed.
 
 Why: on Ascend, verl's Megatron workers train through MindSpeed. ``mindspeed.megatron_adaptor``
     patches Megatron in place, so it must be imported before anything else imports Megatron, in
-    every worker process. Options such as ``use_flash_attn``, ``use_fused_rmsnorm``,
-    ``use_fused_swiglu``, ``use_fused_rotary_pos_emb`` (the Qwen3-235B recipe, seed 003, passes
-    ``+...override_transformer_config.use_flash_attn=True``) are MindSpeed switches, yet verl feeds
-    the whole ``override_transformer_config`` into Megatron's ``TransformerConfig`` through mbridge,
-    which rejects unknown fields (TypeError). verl 0.6.x calls ``repatch`` only in the actor worker;
-    critic and reward-model processes never hand their options to MindSpeed.
+    every worker process. Options such as ``use_flash_attn`` or ``use_fused_rmsnorm`` reach it in
+    ``override_transformer_config`` (verl's NPU CI passes
+    ``+...override_transformer_config.use_flash_attn=True``). What MindSpeed does with them depends
+    on its generation, found by feature detection (does the adaptor have ``repatch``?):
+    - MindSpeed 2.2+ (2.2.0_core_r0.12.1, 2.3.0, 26.x, core_r0.1x, master; MindSpeed commit
+      8b14ec4c added both at once): ``repatch(options)`` sets them on MindSpeed's process-global
+      args and re-applies its patches, and a wrapper on ``TransformerConfig.__init__`` turns keys
+      Megatron does not know into attributes. verl 0.6/0.7 call ``repatch`` in the actor worker
+      only, so a critic or reward model in its own process trains without its options.
+    - MindSpeed 2.0/2.1: neither exists; Megatron's ``TransformerConfig`` rejects the keys with a
+      TypeError and there is no ``repatch`` to give them to.
 How: on an Ascend host with MindSpeed installed, after ``import verl``:
     - before the first ``import megatron``, import ``mindspeed.megatron_adaptor``;
-    - split ``override_transformer_config`` by the fields of the installed ``TransformerConfig``
-      dataclass (and its subclasses, e.g. MLA): legacy workers (``verl.workers.megatron_workers``,
-      verl <= 0.7) build the config from the Megatron part and, when verl has not already passed
-      the MindSpeed options to ``repatch`` in this process, call it with the full dict first (its
-      ``repatch`` rebuilds MindSpeed's arguments from defaults, so Megatron values such as
-      ``context_parallel_size`` must come along); engine workers (verl >= 0.8) build
-      ``TransformerConfig`` with the MindSpeed keys taken out of the engine config and put back after.
-    What verl already does is left alone and shown as "not applicable" with the reason: verl 0.8+
-    registers ``MindspeedEngine`` for ``npu`` and passes the options to ``repatch`` itself.
+    - legacy workers (``verl.workers.megatron_workers``, verl <= 0.7), per build of a worker's
+      TransformerConfig: on 2.2+ the options stay as they are (MindSpeed's wrapper takes its keys)
+      and ``repatch`` gets the whole dict unless verl already handed these values to it in this
+      process; on 2.1 the keys that are not fields of Megatron's own config classes are dropped
+      with one WARNING naming them and the MindSpeed version that accepts them;
+    - engine workers (verl >= 0.8): on 2.2+ nothing to do (verl's ``MindspeedEngine`` calls
+      ``repatch`` in every engine and MindSpeed's wrapper takes the keys); on 2.1 the same WARNING
+      and the keys are kept out of ``TransformerConfig`` for the build and put back after.
+    Megatron's fields are read from the config classes defined in ``megatron.*`` modules only:
+    MindSpeed's generated subclasses carry a field per MindSpeed option.
 Upstream: verl ``workers/megatron_workers.py`` (repatch in ActorRolloutRefWorker only),
-    ``workers/engine/mindspeed/transformer_impl.py``; mbridge ``set_extra_args``.
-Remove when: verl filters override_transformer_config by TransformerConfig fields and calls
-    repatch in every Megatron worker.
+    ``workers/engine/mindspeed/transformer_impl.py``; MindSpeed ``megatron_adaptor.py``
+    (``repatch``), ``core/megatron_basic/arguments_basic.py`` (``transformer_config_init_wrapper``).
+Remove when: verl <= 0.7 and MindSpeed 2.1 are out of use (verl 0.8+ with MindSpeed 2.2+ needs
+    only the import order, which verl 0.8+ also gets right in its engine package).
 """
 
 import dataclasses
@@ -30,6 +37,7 @@ import importlib
 import importlib.util
 import inspect
 import logging
+import sys
 import threading
 
 from .. import hooks, platform, registry
@@ -48,22 +56,51 @@ logger = logging.getLogger("verl_ascend")
 
 _repatched = []  # options dicts MindSpeed's repatch has seen in this process
 _repatch_lock = threading.Lock()
+_warned = set()  # dropped keys already logged in this process
+
+NEW = "2.2+"
+OLD = "<=2.1"
+ACCEPTS = ("MindSpeed 2.2.0 (branch 2.2.0_core_r0.12.1) or later takes them through repatch; "
+           "install it from source: git clone -b 2.2.0_core_r0.12.1 https://gitcode.com/Ascend/MindSpeed "
+           "&& pip install -e MindSpeed")
+
+
+def generation(adaptor=None) -> str:
+    """NEW when MindSpeed's adaptor has ``repatch`` (its TransformerConfig wrapper came with it), else OLD."""
+    if adaptor is None:  # imported before Megatron by the first step; import it if that step did not run
+        adaptor = sys.modules.get(ADAPTOR) or importlib.import_module(ADAPTOR)
+    return NEW if callable(getattr(adaptor, "repatch", None)) else OLD
+
+
+def _defined_by_megatron(cls) -> bool:
+    """True for a class a ``megatron.*`` module defines under its own name, not one made at run time."""
+    module = sys.modules.get(getattr(cls, "__module__", "") or "")
+    if module is None or not (module.__name__ == MEGATRON or module.__name__.startswith(MEGATRON + ".")):
+        return False
+    return getattr(module, cls.__qualname__, None) is cls
 
 
 def megatron_fields() -> set:
-    """Field names of the installed TransformerConfig and every subclass imported so far."""
+    """Field names of Megatron's TransformerConfig and its Megatron-defined subclasses (e.g. MLA).
+
+    MindSpeed 2.2+ builds a ``make_dataclass`` subclass of the config per build, with a field for
+    every MindSpeed option; those subclasses (module ``types``/``mindspeed...``) are skipped.
+    """
     from megatron.core.transformer import TransformerConfig
 
     try:  # the MLA config adds its own fields; make sure it is among the subclasses
         import megatron.core.transformer.transformer_config  # noqa: F401
     except ImportError:
         pass
-    fields, todo = set(), [TransformerConfig]
+    fields, todo, seen = set(), [TransformerConfig], set()
     while todo:
         cls = todo.pop()
-        if dataclasses.is_dataclass(cls):
+        if cls in seen:
+            continue
+        seen.add(cls)
+        if dataclasses.is_dataclass(cls) and (cls is TransformerConfig or _defined_by_megatron(cls)):
             fields.update(f.name for f in dataclasses.fields(cls))
-        todo.extend(cls.__subclasses__())
+        todo.extend(c for c in cls.__subclasses__() if _defined_by_megatron(c))
     return fields
 
 
@@ -73,9 +110,19 @@ def split_options(options) -> tuple:
     known = megatron_fields()
     megatron = {k: v for k, v in options.items() if k in known}
     mindspeed = {k: v for k, v in options.items() if k not in known}
-    if mindspeed:
-        logger.info("override_transformer_config: %s go to MindSpeed's repatch, not TransformerConfig", sorted(mindspeed))
     return megatron, mindspeed
+
+
+def _warn_dropped(keys) -> None:
+    """One WARNING per key and process: MindSpeed 2.0/2.1 has nowhere to put it."""
+    with _repatch_lock:
+        new = sorted(set(keys) - _warned)
+        _warned.update(new)
+    if new:
+        logger.warning(
+            "MindSpeed here has no repatch (2.0/2.1) and Megatron's TransformerConfig does not take %s: "
+            "dropped from override_transformer_config, the model trains without them. %s", ", ".join(new), ACCEPTS,
+        )
 
 
 # --- adaptor before Megatron --------------------------------------------------------------------
@@ -112,11 +159,15 @@ def _already_repatched(mindspeed: dict) -> bool:
         return any(all(k in seen and seen[k] == v for k, v in mindspeed.items()) for seen in _repatched)
 
 
-def _repatch_function(module):
+def _repatch(module, options: dict) -> None:
+    """MindSpeed's repatch with these options, through verl's (recorded) name when verl has one."""
     found = getattr(module, "repatch", None)
-    if found is None:
-        found = importlib.import_module(ADAPTOR).repatch
-    return found
+    if callable(found):
+        found(dict(options))
+        return
+    importlib.import_module(ADAPTOR).repatch(dict(options))
+    with _repatch_lock:
+        _repatched.append(dict(options))
 
 
 def _legacy_applies(module):
@@ -128,7 +179,7 @@ def _legacy_applies(module):
     return None
 
 
-def _split_before_build(module):
+def _split_before_build(module, gen: str):
     def make(original):
         signature = inspect.signature(original)
 
@@ -136,9 +187,13 @@ def _split_before_build(module):
             bound = signature.bind(self, *args, **kwargs)
             options = bound.arguments.get(OPTIONS) or {}
             megatron, mindspeed = split_options(options)
-            if mindspeed:
+            if mindspeed and gen == NEW:
+                # MindSpeed's TransformerConfig wrapper takes its keys; what may be missing in this
+                # process (critic, reward model: verl calls repatch in the actor only) is repatch.
                 if not _already_repatched(mindspeed):
-                    _repatch_function(module)(dict(options))
+                    _repatch(module, options)
+            elif mindspeed:
+                _warn_dropped(mindspeed)
                 bound.arguments[OPTIONS] = megatron
             return original(*bound.args, **bound.kwargs)
 
@@ -148,10 +203,16 @@ def _split_before_build(module):
 
 
 def _legacy_apply(module):
-    if getattr(module, "repatch", None) is not None:
+    gen = generation()
+    if gen == NEW and callable(getattr(module, "repatch", None)):
         wrap(module, "repatch", NAME, _record_repatch)
-    wrap(module.MegatronWorker, "_init_hf_config_and_tf_config", NAME, _split_before_build(module))
-    return "TransformerConfig gets Megatron fields only; every worker hands MindSpeed options to repatch"
+    wrap(module.MegatronWorker, "_init_hf_config_and_tf_config", NAME, _split_before_build(module, gen))
+    if gen == NEW:
+        return ("MindSpeed 2.2+: every worker that builds a TransformerConfig hands its MindSpeed options to "
+                "repatch (verl does it for the actor only); options left as they are for MindSpeed's "
+                "TransformerConfig wrapper")
+    return ("MindSpeed 2.0/2.1 (no repatch): MindSpeed-only keys are dropped from override_transformer_config "
+            "with a WARNING naming them (Megatron would raise TypeError on them); MindSpeed 2.2+ accepts them")
 
 
 # --- engine workers (verl >= 0.8) ---------------------------------------------------------------
@@ -160,6 +221,9 @@ def _engine_applies(module):
     engine = getattr(module, "MegatronEngine", None)
     if engine is None or not hasattr(engine, "_build_tf_config"):
         return "this verl's Megatron engine has no MegatronEngine._build_tf_config"
+    if generation() == NEW:
+        return ("MindSpeed 2.2+ takes the keys itself: its TransformerConfig wrapper turns them into attributes "
+                "and verl's MindspeedEngine hands them to repatch in every engine")
     return None
 
 
@@ -167,11 +231,12 @@ def _without_mindspeed_keys(original):
     def build_tf_config(self, *args, **kwargs):
         options = self.engine_config.override_transformer_config
         _, mindspeed = split_options(options)
+        _warn_dropped(mindspeed)
         for key in mindspeed:
             options.pop(key)
         try:
             return original(self, *args, **kwargs)
-        finally:  # verl reads them again later (repatch, fp8 weight reuse)
+        finally:  # verl reads them again later (fp8 weight reuse)
             for key, value in mindspeed.items():
                 options[key] = value
 
@@ -180,16 +245,17 @@ def _without_mindspeed_keys(original):
 
 def _engine_apply(module):
     wrap(module.MegatronEngine, "_build_tf_config", NAME, _without_mindspeed_keys)
-    return "TransformerConfig built without MindSpeed options"
+    return ("MindSpeed 2.0/2.1 (no repatch): TransformerConfig built without MindSpeed-only keys, dropped with "
+            "a WARNING naming them (Megatron would raise TypeError on them); MindSpeed 2.2+ accepts them")
 
 
 def _mindspeed_engine_applies(module):
-    if hasattr(module, "_mindspeed_repatch"):
+    if not hasattr(module, "_mindspeed_repatch"):
+        return ("this verl's MindspeedEngine calls repatch with use_flash_attn only and is not verl's default; "
+                "not patched (use the legacy Megatron workers for MindSpeed options)")
+    if generation() == NEW:
         return "verl registers MindspeedEngine for npu and passes override_transformer_config to repatch itself"
-    return (
-        "this verl's MindspeedEngine calls repatch with use_flash_attn only and is not verl's default; "
-        "not patched (use the legacy Megatron workers for MindSpeed options)"
-    )
+    return "MindSpeed 2.0/2.1 has no repatch, so verl's MindspeedEngine skips it; see the Megatron engine row"
 
 
 _STEPS = {
@@ -214,7 +280,9 @@ def _applies(module):
     except (ImportError, ValueError):
         found = False
     if not found:
-        return "MindSpeed is not installed (Megatron workers on NPU need it: pip install mindspeed)"
+        return ("MindSpeed is not installed (Megatron workers on NPU need it; it is installed from source, "
+                "`pip install mindspeed` is a placeholder: git clone -b 2.2.0_core_r0.12.1 "
+                "https://gitcode.com/Ascend/MindSpeed && pip install -e MindSpeed)")
     return None
 
 

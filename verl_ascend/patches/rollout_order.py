@@ -1,7 +1,7 @@
 """Dispatch rollouts in tiled order and give verl its interleaved order back.
 
 Why: verl repeats each prompt n times side by side and splits the batch by position across rollout
-    workers, so all n samples of a prompt run on one worker. A prompt with long answers makes that
+    workers, so on the spmd path all n samples of a prompt run on one worker. A prompt with long answers makes that
     worker the straggler, which on A2 ends in rollout / HCCL timeouts (seed 003 §7.2, verl issue
     4115). The field fix, ``interleave=False`` in the trainers' ``repeat`` calls, must be made in
     two places per trainer; changing one pairs responses with the wrong ground truth, and DAPO's
@@ -17,12 +17,24 @@ How: at the two points where verl splits a generation batch across workers, the 
     mode). Both sit below ``RayPPOTrainer.fit``, its validation and the DAPO recipe trainer. On
     the manager the reorder goes around the undecorated body, beneath ``auto_await`` and 0.9's
     ``SkipManager`` (rollout dump/replay), so those keep seeing verl's order.
-    Switch: ``VERL_ASCEND_ROLLOUT_ORDER=tiled|interleaved``; default tiled on Ascend hosts,
-    interleaved elsewhere. Not applicable to the 0.9.x ``trainer.use_v1`` TransferQueue path:
-    ``AgentLoopManagerTQ`` dispatches each prompt once and its worker spawns the n samples itself,
-    results are keyed by uid, so there is no positional sample order to change.
+    Where it acts, decided per trainer path by feature detection (``bench/rollout_balance.py``
+    prints the numbers behind each default):
+    - spmd, ``rollout.mode=sync`` (verl 0.6.x: ``RayPPOTrainer`` calls
+      ``actor_rollout_wg.generate_sequences``): each DP rank generates exactly its slice, so the
+      order decides the straggler. Tiled by default on Ascend hosts.
+    - agent loop (every async rollout; the only path of verl 0.7+): each sample is its own request
+      and verl routes it to a server (0.7.1+ ``GlobalRequestLoadBalancer``: fewest in flight;
+      0.6.x/0.7.0 ``AsyncLLMServerManager``: fewest sent per agent-loop worker). The split only
+      decides which agent-loop worker holds a sample; the bench shows no gain (0.7.1+) or a loss
+      (0.6.x). Not applicable by default.
+    - 0.9.x ``trainer.use_v1`` TransferQueue: ``AgentLoopManagerTQ`` dispatches each prompt once,
+      its worker spawns the n samples itself and results are keyed by uid: no positional order.
+      Not applicable.
+    Switch: ``VERL_ASCEND_ROLLOUT_ORDER=tiled|interleaved``. Unset: the defaults above on Ascend
+    hosts, interleaved elsewhere. ``tiled`` set explicitly applies on every path that has a
+    dispatch point (the agent loop included, for comparing on a cluster).
 Upstream: none yet (verl issue 4115 asks for balanced dispatch).
-Remove when: verl spreads a prompt's samples across rollout workers itself.
+Remove when: verl 0.6.x (the last with the spmd ``rollout.mode=sync`` trainer path) is out of use.
 """
 
 import functools
@@ -37,6 +49,8 @@ from ._util import MARK, unwrap, wrap
 NAME = "rollout_order"
 AGENT_LOOP = "verl.experimental.agent_loop.agent_loop"
 WORKER_GROUP = "verl.single_controller.ray.base"
+ROUTER = "verl.workers.rollout.router"
+TRAINER = "verl.trainer.ppo.ray_trainer"
 # Not a target: importing it needs the TransferQueue package, and status would list it as an error.
 TQ_NOTE = ("trainer.use_v1 TransferQueue path not applicable: AgentLoopManagerTQ dispatches each prompt "
            "once, its worker spawns the n samples itself, results are keyed by uid")
@@ -254,17 +268,63 @@ def order_and_reason():
     return dispatch_order.configured_order(os.environ, platform.is_ascend_host())
 
 
+def _chosen_by_user() -> bool:
+    return bool(os.environ.get(dispatch_order.ENV, "").strip())
+
+
+def _verl_source(module_name: str) -> str:
+    """The text of one of verl's modules, without importing it ('' when absent)."""
+    import importlib.util
+
+    try:
+        spec = importlib.util.find_spec(module_name)
+    except (ImportError, ValueError):
+        return ""
+    if spec is None or not spec.origin or not spec.origin.endswith(".py"):
+        return ""
+    try:
+        with open(spec.origin, encoding="utf-8") as handle:
+            return handle.read()
+    except OSError:
+        return ""
+
+
+def request_balancer(agent_loop_module) -> str:
+    """How this verl's agent loop routes each sample to a server ('' when it does not route requests)."""
+    if hasattr(agent_loop_module, "GlobalRequestLoadBalancer") or "class GlobalRequestLoadBalancer" in _verl_source(ROUTER):
+        return "GlobalRequestLoadBalancer (each request to the server with the fewest in flight, verl 0.7.1+)"
+    manager = getattr(agent_loop_module, "AsyncLLMServerManager", None)
+    if manager is not None and hasattr(manager, "_choose_server"):
+        return "AsyncLLMServerManager (each agent-loop worker sends to the server it sent the fewest requests)"
+    return ""
+
+
+def spmd_trainer_path() -> bool:
+    """Does this verl's RayPPOTrainer generate through the worker group (rollout.mode=sync, spmd)?"""
+    return "actor_rollout_wg.generate_sequences" in _verl_source(TRAINER)
+
+
 def _applies(module):
     order, reason = order_and_reason()  # a bad value raises: recorded as failed, with the fix
     if order != dispatch_order.TILED:
         return f"order {order}: {reason}"
+    forced = _chosen_by_user()
     if module.__name__ == AGENT_LOOP:
         manager = getattr(module, "AgentLoopManager", None)
         if manager is None or not callable(getattr(manager, "generate_sequences", None)):
             return "no AgentLoopManager.generate_sequences in this verl"
+        balancer = request_balancer(module)
+        if balancer and not forced:
+            return (f"agent-loop path: verl routes every sample as its own request through {balancer}, so the "
+                    f"split decides which agent-loop worker holds a sample, not which server generates it; "
+                    f"bench/rollout_balance.py shows no gain there (set {dispatch_order.ENV}=tiled to force it)"
+                    + (f"; {TQ_NOTE}" if _has_tq_path() else ""))
         return None
     if not callable(getattr(module, "func_generator", None)):
         return "no func_generator in verl.single_controller.ray.base"
+    if not forced and not spmd_trainer_path():
+        return ("spmd path: this verl's RayPPOTrainer has no rollout.mode=sync generation through the worker "
+                "group (verl 0.7+ generates through the agent loop only)")
     return None
 
 
@@ -281,10 +341,13 @@ def _apply(module):
     _, reason = order_and_reason()
     if module.__name__ == AGENT_LOOP:
         where = _wrap_manager(module.AgentLoopManager)
+        balancer = request_balancer(module)
         detail = f"{where} dispatches tiled ({reason})"
+        if balancer:
+            detail += f"; requests still routed by {balancer}: no gain expected"
         return f"{detail}; {TQ_NOTE}" if _has_tq_path() else detail
     wrap(module, "func_generator", NAME, _wrap_func_generator)
-    return f"worker-group generate_sequences dispatches tiled ({reason})"
+    return f"worker-group generate_sequences dispatches tiled, the rollout.mode=sync (spmd) path ({reason})"
 
 
 PATCH = Patch(
