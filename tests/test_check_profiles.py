@@ -65,12 +65,13 @@ def test_a3_recipe_is_per_die_and_clean_only_under_the_a3_profile(home):
 def test_moe_training_memory_against_each_profile(home):
     """The 235B recipe's training state per rank does not depend on the card; the verdict does."""
     totals = {}
-    for device in ("a2", "a2-32g", "a5"):
+    for device in ("a2", "a2-32g", "a3", "a5"):
         f = hbm(check("grpo_qwen3_235b_a22b_a2.sh", device), "training phase")
         totals[device] = float(f["message"].split("~")[1].split(" ")[0])
-        limit = {"a2": 64, "a2-32g": 32, "a5": 128}[device]
+        limit = {"a2": 64, "a2-32g": 32, "a3": 64, "a5": 128}[device]
         expected = "error" if totals[device] > limit else "warning" if totals[device] > 0.9 * limit else "info"
-        assert f["severity"] == expected and f" of {limit} GB per card" in f["message"], f
+        word = "die" if device == "a3" else "card"
+        assert f["severity"] == expected and f" of {limit} GB per {word}" in f["message"], f
     assert len(set(totals.values())) == 1 and 32 < totals["a2"] < 57.6  # fits 64 GB with headroom, not 32 GB
 
 
