@@ -148,7 +148,7 @@ def check_npu_smi(result, expected=None, chip_map_layout=None) -> list:
         return [error(check, "`npu-smi info` lists no NPU", "check the driver install and the container's device mounts")]
     profile = PROFILES[node_profile(chip_map_layout or layout, dies)]
     word = profile.rank_word
-    found = [ok("npu.platform", f"{profile.name}: {profile.title} (from npu-smi); a rank is one {word}",
+    found = [ok("npu.platform", f"{profile.name}: {profile.title} (from npu-smi); a rank is one {word}; "
                 f"plan with `verl-ascend check --device {profile.name}`")]
     bad = [f"{d.label} ({d.health})" for d in dies if d.health.upper() != "OK"]
     if bad:
