@@ -120,6 +120,70 @@ def test_bad_node_reports_each_problem_with_its_fix(ascend_env, tmp_path):
     assert data["summary"]["error"] == len(errors)
 
 
+ONLY_NPU = ",".join(g for g in ALL_GROUPS if g != "npu")
+
+
+def a3_hccn(path, same_subnet_card=None):
+    """address_0..15 for one A3 node: die 2k in 10.30.0.0/24, die 2k+1 in 10.30.1.0/24 (or, for one card,
+    both in the first)."""
+    lines = []
+    for die in range(16):
+        card, chip = divmod(die, 2)
+        subnet = 0 if card == same_subnet_card else chip
+        lines.append(f"address_{die}=10.30.{subnet}.{10 + die}\nnetmask_{die}=255.255.255.0\n")
+    path.write_text("".join(lines))
+    return str(path)
+
+
+@pytest.mark.verl_agnostic
+def test_a3_node_is_read_per_die(ascend_env, tmp_path):
+    env, _, _ = ascend_env
+    env.update(FAKE_NPU_LAYOUT="a3")
+    data = report(doctor("--json", "--skip", ONLY_NPU, "--hccn-conf", a3_hccn(tmp_path / "a3.conf"), env=env))
+    checks = by_check(data)
+    assert {c: f[0]["state"] for c, f in checks.items()} == {
+        "npu.devices": "ok", "npu.platform": "ok", "npu.health": "ok", "npu.hccn_conf": "ok", "npu.verl_board_probe": "ok"}
+    assert checks["npu.devices"][0]["message"].startswith("16 NPU dies (8 cards x 2), one rank each")
+    assert "65536 MB HBM per die" in checks["npu.devices"][0]["message"]
+    assert data["context"]["platform"] == "a3" and data["context"]["npus_per_node"] == 16
+    # a planted unhealthy die, and the two dies of card 3 in one subnet
+    env.update(FAKE_NPU_UNHEALTHY="6")
+    proc = doctor("--json", "--skip", ONLY_NPU, "--hccn-conf", a3_hccn(tmp_path / "bad.conf", 3), env=env)
+    assert proc.returncode == 1
+    errors = {f["check"]: f["message"] for f in report(proc)["findings"] if f["state"] == "error"}
+    assert errors["npu.health"] == "unhealthy: NPU 3 chip 0 / Phy-ID 6 (Alarm)"
+    assert "dies 6 and 7 in 10.30.0.0/24" in errors["npu.hccn_conf"]
+
+
+@pytest.mark.verl_agnostic
+def test_a5_node_and_an_a2_plan_on_a3(ascend_env, tmp_path):
+    env, hccn, _ = ascend_env
+    env.update(FAKE_NPU_LAYOUT="a5")
+    data = report(doctor("--json", "--skip", ONLY_NPU, "--hccn-conf", hccn, env=env))
+    checks = by_check(data)
+    assert checks["npu.devices"][0]["state"] == "ok" and checks["npu.devices"][0]["message"].startswith("8 NPU:")
+    assert data["context"]["platform"] == "a5" and data["context"]["npus_per_node"] == 8
+    env.update(FAKE_NPU_LAYOUT="a3")  # an A2-sized hccn.conf and --npus-per-node 8 on an A3 node
+    proc = doctor("--json", "--skip", ONLY_NPU, "--hccn-conf", hccn, "--npus-per-node", "8", env=env)
+    checks = by_check(report(proc))
+    assert checks["npu.devices"][0]["state"] == "warn" and "--npus-per-node has 8" in checks["npu.devices"][0]["message"]
+    missing = [f["message"] for f in checks["npu.hccn_conf"] if "no address" in f["message"]]
+    assert missing and "8, 9, 10, 11, 12, 13, 14, 15 of 16" in missing[0]
+
+
+@pytest.mark.verl_agnostic
+def test_verl_board_probe_failure_shows_before_launch(ascend_env):
+    env, hccn, _ = ascend_env
+    env.update(FAKE_NPU_COUNT="1")  # a container that sees card 0 only; verl asks for card 1
+    env.pop("ASCEND_VISIBLE_DEVICES", None)
+    proc = doctor("--skip", ONLY_NPU, "--hccn-conf", hccn, env=env)
+    assert proc.returncode == 1
+    assert "[ERROR] npu.verl_board_probe" in proc.stdout and "verl#6756" in proc.stdout
+    env.update(ASCEND_VISIBLE_DEVICES="0")
+    data = report(doctor("--json", "--skip", ONLY_NPU, "--hccn-conf", hccn, env=env))
+    assert by_check(data)["npu.verl_board_probe"][0]["state"] == "ok"
+
+
 @pytest.mark.verl_agnostic
 def test_broken_driver_runtime_and_missing_interface(ascend_env):
     env, hccn, _ = ascend_env
