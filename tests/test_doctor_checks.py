@@ -445,3 +445,5 @@ def test_board_probe_against_the_double(monkeypatch):
     assert fixed.state == "ok" and "-i 0" in fixed.message and "25.2.0" in fixed.message
     monkeypatch.setenv("FAKE_NPU_COUNT", "8")
     assert one(board_probe.check({}), "npu.verl_board_probe").state == "ok"
+    monkeypatch.setenv("FAKE_NPU_COUNT", "1")  # a verl without the probe (0.6.1): not judged
+    assert one(board_probe.check({}, verl_probe=False), "npu.verl_board_probe").state == "skip"

@@ -6,13 +6,15 @@ hard-coded card id — and on failure retries the first id of ``ASCEND_VISIBLE_D
 ``// 2`` (on A3 the variable holds die indices, npu-smi takes card ids). With the variable unset it
 re-raises, so a container that does not see card 1 fails minutes into a run (verl#6756, verl#6751).
 How: the same sequence of npu-smi calls, judged the same way (exit status, then a "Software Version"
-line); nothing of verl is imported.
+line); nothing of verl is imported. Skipped when the installed verl has no such probe (0.6.1).
+Upstream: verl#6756 / #6751 (open); verl PR #5246 touches the same function.
 Remove when: verl probes a card it can see (e.g. the first of `npu-smi info -m`).
 """
 
 import shutil
 import subprocess
 
+from .. import verl_install
 from .findings import error, ok, skip
 
 TIMEOUT = 20  # seconds per npu-smi call
@@ -50,7 +52,7 @@ def probe_sequence(env, board) -> tuple:
     try:
         first = int(visible.split(",")[0])
     except ValueError:
-        return None, f"ASCEND_VISIBLE_DEVICES={visible!r} does not start with a number, so verl re-raises", tried
+        return None, f"ASCEND_VISIBLE_DEVICES={visible!r} does not start with a number, so verl raises ValueError", tried
     for npu_id in (str(first), str(first // 2)):
         good, why = board(npu_id)
         if good:
@@ -59,8 +61,25 @@ def probe_sequence(env, board) -> tuple:
     return None, "the last retry (the card of die N, N // 2) failed too", tried
 
 
-def check(env) -> list:
+def verl_probes_board():
+    """True when the installed verl's utils/device.py runs the board probe, False when it does not,
+    None without verl (read from the file: importing verl starts torch)."""
+    root = verl_install.package_dir()
+    if root is None:
+        return None
+    try:
+        text = (root / "utils" / "device.py").read_text()
+    except OSError:
+        return False
+    return "def get_npu_versions" in text and '"board"' in text
+
+
+def check(env, verl_probe=None) -> list:
+    """`verl_probe`: verl_probes_board()'s answer; None (no verl yet) still runs the probe."""
     name = "npu.verl_board_probe"
+    if verl_probe is False:
+        return [skip(name, f"the installed verl {verl_install.version()} does not probe `npu-smi info -t board` "
+                     "(get_npu_versions, verl 0.7+): not emulated")]
     exe = shutil.which("npu-smi")
     if not exe:
         return [skip(name, "npu-smi is not on PATH: verl's `npu-smi info -t board` probe not emulated")]

@@ -54,7 +54,7 @@ def diagnose(args, env=None) -> tuple:
         path = args.hccn_conf or DEFAULT_HCCN_CONF
         findings += devices.check_hccn_conf(path, _read(path), npu_count, ascend, profile)
         if smi is not None:
-            findings += board_probe.check(env)
+            findings += board_probe.check(env, board_probe.verl_probes_board())
     if "network" not in skipped:
         findings += network.check_socket_ifnames(env, interfaces, args.nnodes)
         findings += network.check_if_ip(env, interfaces)
