@@ -179,7 +179,7 @@ def test_verl_board_probe_failure_shows_before_launch(ascend_env):
     proc = doctor("--skip", ONLY_NPU, "--hccn-conf", hccn, env=env)
     assert proc.returncode == 1
     if not board_probe.verl_probes_board():  # verl 0.6.1 has no such probe: said, not judged
-        assert "[SKIP] npu.verl_board_probe" in proc.stdout and "does not probe" in proc.stdout
+        assert "[ skip] npu.verl_board_probe" in proc.stdout and "does not probe" in proc.stdout
         return
     assert "[ERROR] npu.verl_board_probe" in proc.stdout and "verl#6756" in proc.stdout
     env.update(ASCEND_VISIBLE_DEVICES="0")
