@@ -267,6 +267,7 @@ def check_hccn_conf(path, text, npu_count=None, ascend_host=False, profile=None)
         findings.append(warn(check, f"{path}: unparsable {', '.join(bad[:3])}", "each line is key=value"))
     if not findings:
         ips = ", ".join(addresses[d] for d in sorted(addresses))
-        findings.append(ok(check, f"{len(addresses)} distinct device IPs: {ips}; also check they are unique across "
+        pairs = "; the two dies of each card in different subnets" if profile == "a3" else ""
+        findings.append(ok(check, f"{len(addresses)} distinct device IPs{pairs}: {ips}; also check they are unique across "
                            "nodes and reachable (`hccn_tool -i N -netdetect -s address PEER`)"))
     return findings
