@@ -1,8 +1,12 @@
 """Each doctor check judged on given facts: its ok, warn and error (or skip) paths."""
 
+import os
+import subprocess
+from pathlib import Path
+
 import pytest
 
-from verl_ascend.doctor import cluster, devices, environment, network, software
+from verl_ascend.doctor import board_probe, cluster, devices, environment, network, software
 from verl_ascend.doctor.findings import exit_code
 from verl_ascend.doctor.network import Interface
 
@@ -94,7 +98,7 @@ NPU_SMI = """\
 
 def test_npu_smi_paths():
     good = devices.check_npu_smi((0, NPU_SMI.format(health="OK")), expected=2)
-    assert states(good) == {"npu.devices": "ok", "npu.health": "ok"}
+    assert states(good) == {"npu.devices": "ok", "npu.platform": "ok", "npu.health": "ok"}
     assert "2 NPU" in one(good, "npu.devices").message
     alarm = devices.check_npu_smi((0, NPU_SMI.format(health="Alarm")), expected=2)
     assert one(alarm, "npu.health").state == "error" and "NPU 1 (Alarm)" in one(alarm, "npu.health").message
@@ -268,6 +272,10 @@ def test_ray_resource_judgement(monkeypatch):
     assert one(cluster.check_ray("10.1.2.3:6166", "x", local, None, 8), "ray.cluster").state == "ok"
     nodes[1]["resources"]["NPU"] = 0
     assert one(cluster.check_ray("10.1.2.3:6166", "x", local, None, 8), "ray.cluster").state == "warn"
+    # an A3 node is 16 dies: the same cluster with 8 NPU per node falls short of the a3 profile
+    nodes[1]["resources"]["NPU"] = 8
+    a3 = one(cluster.check_ray("10.1.2.3:6166", "x", local, 2, 16, basis="a3 profile: 16 dies per node"), "ray.cluster")
+    assert a3.state == "error" and "2 x 16 = 32 (a3 profile: 16 dies per node)" in a3.message
 
 
 def test_exit_code_rules():
@@ -294,3 +302,149 @@ def test_trainer_loop_packages_follow_the_installed_verl(monkeypatch):
         assert f'"verl[verl-core]=={verl_install.version()}"' in finding.fix and "trainer.use_v1=False" in finding.fix
     else:
         assert finding.state == "ok"
+
+
+FAKE_SMI = Path(__file__).parent / "fakes" / "bin" / "npu-smi"
+
+# Two A3 cards in the shape of the real tables in vllm-ascend#2534 / #12980: `Chip  Phy-ID` header,
+# name Ascend910, second die with Power "-", then the process table (whose rows must not count).
+A3_TWO_CARDS = """\
+| NPU   Name                | Health        | Power(W)    Temp(C)           Hugepages-Usage(page)|
+| Chip  Phy-ID              | Bus-Id        | AICore(%)   Memory-Usage(MB)  HBM-Usage(MB)        |
++===========================+===============+====================================================+
+| 0     Ascend910           | OK            | 170.2       35                0    / 0             |
+| 0     0                   | 0000:9D:00.0  | 0           0    / 0          3400 / 65536         |
++------------------------------------------------------------------------------------------------+
+| 0     Ascend910           | OK            | -           35                0    / 0             |
+| 1     1                   | 0000:9F:00.0  | 0           0    / 0          3100 / 65536         |
++===========================+===============+====================================================+
+| 1     Ascend910           | OK            | 181.0       36                0    / 0             |
+| 0     2                   | 0000:99:00.0  | 0           0    / 0          3400 / 65536         |
++------------------------------------------------------------------------------------------------+
+| 1     Ascend910           | {health:<13} | -           36                0    / 0             |
+| 1     3                   | 0000:9B:00.0  | 0           0    / 0          3100 / 32768         |
++===========================+===============+====================================================+
+| NPU     Chip              | Process id    | Process name             | Process memory(MB)      |
++===========================+===============+====================================================+
+| 1       1                 | 2171455       | python3.10               | 3000                    |
++===========================+===============+====================================================+
+"""
+
+
+def fake_smi(*args, **env):
+    proc = subprocess.run([str(FAKE_SMI), *args], capture_output=True, text=True, timeout=30,
+                          env={**{k: v for k, v in os.environ.items() if not k.startswith("FAKE_")},
+                               **{k: str(v) for k, v in env.items()}})
+    return proc.returncode, proc.stdout + proc.stderr
+
+
+def test_a3_table_is_read_per_die():
+    layout, dies = devices.parse_dies(A3_TWO_CARDS.format(health="OK"))
+    assert layout == "a3"
+    assert [(d.npu, d.chip, d.phy_id, d.hbm_mb) for d in dies] == [
+        (0, 0, 0, 65536), (0, 1, 1, 65536), (1, 0, 2, 65536), (1, 1, 3, 32768)]
+    # A2 rows keep the card as the Phy-ID and chip 0
+    a2_layout, a2 = devices.parse_dies(NPU_SMI.format(health="OK"))
+    assert a2_layout == "a2" and [(d.npu, d.chip, d.phy_id, d.hbm_mb) for d in a2] == [(0, 0, 0, 65536), (1, 0, 1, 65536)]
+    alarm = devices.check_npu_smi((0, A3_TWO_CARDS.format(health="Alarm")), expected=4)
+    health = one(alarm, "npu.health")
+    assert health.state == "error" and "NPU 1 chip 1 / Phy-ID 3 (Alarm)" in health.message
+    assert "Phy-ID 2" not in health.message
+    assert "32768 / 65536 MB HBM per die" in one(alarm, "npu.devices").message
+
+
+@pytest.mark.parametrize("layout, ranks, platform, word, hbm", [
+    ("a2", 8, "a2", "card", 65536), ("a3", 16, "a3", "die", 65536), ("a5", 8, "a5", "card", 131072)])
+def test_doubles_give_ranks_memory_and_platform(layout, ranks, platform, word, hbm):
+    smi = fake_smi("info", FAKE_NPU_LAYOUT=layout)
+    chip_map = devices.layout_from_chip_map(fake_smi("info", "-m", FAKE_NPU_LAYOUT=layout)[1])
+    assert devices.ranks_and_profile(smi, chip_map) == (ranks, platform)
+    found = devices.check_npu_smi(smi, None, chip_map)
+    assert states(found) == {"npu.devices": "ok", "npu.platform": "ok", "npu.health": "ok"}
+    assert one(found, "npu.devices").message.startswith(f"{ranks} NPU")
+    assert f"{hbm} MB HBM per {word}" in one(found, "npu.devices").message
+    assert one(found, "npu.platform").message.startswith(f"{platform}:")
+    # an A2 node checked against 16 ranks, or an A3 against 8, is a mismatch
+    other = 8 if ranks == 16 else 16
+    assert one(devices.check_npu_smi(smi, other, chip_map), "npu.devices").state == "warn"
+
+
+def test_planted_unhealthy_die_is_named_by_phy_id():
+    smi = fake_smi("info", FAKE_NPU_LAYOUT="a3", FAKE_NPU_UNHEALTHY=11)
+    health = one(devices.check_npu_smi(smi), "npu.health")
+    assert health.state == "error"
+    assert health.message == "unhealthy: NPU 5 chip 1 / Phy-ID 11 (Alarm)"
+
+
+def test_chip_map_layouts():
+    assert devices.layout_from_chip_map(fake_smi("info", "-m")[1]) is None  # A2: 910B names
+    assert devices.layout_from_chip_map(fake_smi("info", "-m", FAKE_NPU_LAYOUT="a3")[1]) == "a3"
+    assert devices.layout_from_chip_map("NPU ID  Chip ID  Chip Logic ID  Chip Phy-ID Chip Name\n0 0 0 0 Ascend") is None
+    assert devices.layout_from_chip_map(None) is None
+
+
+def a3_hccn(mask="255.255.255.0", second_subnet=True, masks=range(16)):
+    lines = []
+    for die in range(16):
+        card, chip = divmod(die, 2)
+        lines.append(f"address_{die}=10.20.{chip}.{10 + card}" if second_subnet else f"address_{die}=10.20.0.{10 + die}")
+    lines += [f"netmask_{die}={mask}" for die in masks]
+    return "\n".join(lines)
+
+
+def test_hccn_conf_a3_two_subnet_rule():
+    good = one(devices.check_hccn_conf("h", a3_hccn(), 16, True, "a3"), "npu.hccn_conf")
+    assert good.state == "ok" and "two dies of each card in different subnets" in good.message
+    same = one(devices.check_hccn_conf("h", a3_hccn(second_subnet=False), 16, True, "a3"), "npu.hccn_conf")
+    assert same.state == "error" and "dies 0 and 1 in 10.20.0.0/24" in same.message and "dies 14 and 15" in same.message
+    # a /16 mask puts 10.20.0.x and 10.20.1.x in one subnet
+    wide = one(devices.check_hccn_conf("h", a3_hccn("255.255.0.0"), 16, True, "a3"), "npu.hccn_conf")
+    assert wide.state == "error" and "dies 2 and 3 in 10.20.0.0/16" in wide.message
+    unmasked = one(devices.check_hccn_conf("h", a3_hccn(masks=range(14)), 16, True, "a3"), "npu.hccn_conf")
+    assert unmasked.state == "warn" and "no netmask for device(s) 14, 15" in unmasked.message
+    # A3 expects address_0..15: the A2-sized file misses dies 8..15
+    eight = "\n".join(line for line in a3_hccn().splitlines() if int(line.split("_")[1].split("=")[0]) < 8)
+    short = one(devices.check_hccn_conf("h", eight, 16, True, "a3"), "npu.hccn_conf")
+    assert "8, 9, 10, 11, 12, 13, 14, 15" in short.message
+    # on A2 one subnet for all ports is right
+    assert states(devices.check_hccn_conf("h", a3_hccn(second_subnet=False), 16, True, "a2")) == {"npu.hccn_conf": "ok"}
+
+
+def board_answering(ids, version="25.2.0"):
+    calls = []
+
+    def board(npu_id):
+        calls.append(npu_id)
+        return (True, version) if npu_id in ids else (False, f"Error: the NPU ID {npu_id} is invalid.")
+    return board, calls
+
+
+def test_board_probe_follows_verl_sequence():
+    board, calls = board_answering({"1"})
+    assert board_probe.probe_sequence({}, board)[0] == "1" and calls == ["1"]
+    board, calls = board_answering({"0"})
+    answered, detail, tried = board_probe.probe_sequence({}, board)
+    assert answered is None and "unset" in detail and calls == ["1"]
+    board, calls = board_answering({"4"})
+    assert board_probe.probe_sequence({"ASCEND_VISIBLE_DEVICES": "4,5"}, board)[0] == "4" and calls == ["1", "4"]
+    # A3: the variable holds die 9; card 9 // 2 = 4 answers
+    board, calls = board_answering({"4"})
+    assert board_probe.probe_sequence({"ASCEND_VISIBLE_DEVICES": "9"}, board)[0] == "4" and calls == ["1", "9", "4"]
+    board, calls = board_answering(set())
+    answered, detail, tried = board_probe.probe_sequence({"ASCEND_VISIBLE_DEVICES": "x"}, board)
+    assert answered is None and "'x'" in detail and calls == ["1"]
+
+
+def test_board_probe_against_the_double(monkeypatch):
+    monkeypatch.setenv("PATH", f"{FAKE_SMI.parent}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.delenv("FAKE_NPU_LAYOUT", raising=False)
+    monkeypatch.setenv("FAKE_NPU_COUNT", "1")  # a container that sees card 0 only: verl's `-i 1` fails
+    failed = one(board_probe.check({}), "npu.verl_board_probe")
+    assert failed.state == "error" and "-i 1" in failed.message and "ASCEND_VISIBLE_DEVICES is unset" in failed.message
+    assert "ASCEND_VISIBLE_DEVICES" in failed.fix
+    fixed = one(board_probe.check({"ASCEND_VISIBLE_DEVICES": "0"}), "npu.verl_board_probe")
+    assert fixed.state == "ok" and "-i 0" in fixed.message and "25.2.0" in fixed.message
+    monkeypatch.setenv("FAKE_NPU_COUNT", "8")
+    assert one(board_probe.check({}), "npu.verl_board_probe").state == "ok"
+    monkeypatch.setenv("FAKE_NPU_COUNT", "1")  # a verl without the probe (0.6.1): not judged
+    assert one(board_probe.check({}, verl_probe=False), "npu.verl_board_probe").state == "skip"

@@ -14,6 +14,7 @@ import pytest
 import torch
 
 from subproc import clean_env, run_cli
+from verl_ascend.doctor import board_probe
 
 NOT_VERL = "patches"  # the group that imports verl; the tests below leave it out unless they test it
 ALL_GROUPS = ("python", "torch", "cann", "npu", "network", "hccl", "env", "versions", "patches", "ray")
@@ -118,6 +119,117 @@ def test_bad_node_reports_each_problem_with_its_fix(ascend_env, tmp_path):
     assert "set_env.sh" in errors["cann.env"]["fix"]
     assert all(f["fix"] for f in errors.values())
     assert data["summary"]["error"] == len(errors)
+
+
+ONLY_NPU = ",".join(g for g in ALL_GROUPS if g != "npu")
+
+
+def a3_hccn(path, same_subnet_card=None):
+    """address_0..15 for one A3 node: die 2k in 10.30.0.0/24, die 2k+1 in 10.30.1.0/24 (or, for one card,
+    both in the first)."""
+    lines = []
+    for die in range(16):
+        card, chip = divmod(die, 2)
+        subnet = 0 if card == same_subnet_card else chip
+        lines.append(f"address_{die}=10.30.{subnet}.{10 + die}\nnetmask_{die}=255.255.255.0\n")
+    path.write_text("".join(lines))
+    return str(path)
+
+
+def test_a3_node_is_read_per_die(ascend_env, tmp_path):
+    env, _, _ = ascend_env
+    env.update(FAKE_NPU_LAYOUT="a3")
+    data = report(doctor("--json", "--skip", ONLY_NPU, "--hccn-conf", a3_hccn(tmp_path / "a3.conf"), env=env))
+    checks = by_check(data)
+    assert {c: f[0]["state"] for c, f in checks.items()} == {
+        "npu.devices": "ok", "npu.platform": "ok", "npu.health": "ok", "npu.hccn_conf": "ok",
+        "npu.verl_board_probe": "ok" if board_probe.verl_probes_board() else "skip"}
+    assert checks["npu.devices"][0]["message"].startswith("16 NPU dies (8 cards x 2), one rank each")
+    assert "65536 MB HBM per die" in checks["npu.devices"][0]["message"]
+    assert data["context"]["platform"] == "a3" and data["context"]["npus_per_node"] == 16
+    # a planted unhealthy die, and the two dies of card 3 in one subnet
+    env.update(FAKE_NPU_UNHEALTHY="6")
+    proc = doctor("--json", "--skip", ONLY_NPU, "--hccn-conf", a3_hccn(tmp_path / "bad.conf", 3), env=env)
+    assert proc.returncode == 1
+    errors = {f["check"]: f["message"] for f in report(proc)["findings"] if f["state"] == "error"}
+    assert errors["npu.health"] == "unhealthy: NPU 3 chip 0 / Phy-ID 6 (Alarm)"
+    assert "dies 6 and 7 in 10.30.0.0/24" in errors["npu.hccn_conf"]
+
+
+@pytest.mark.verl_agnostic
+def test_a5_node_and_an_a2_plan_on_a3(ascend_env, tmp_path):
+    env, hccn, _ = ascend_env
+    env.update(FAKE_NPU_LAYOUT="a5")
+    data = report(doctor("--json", "--skip", ONLY_NPU, "--hccn-conf", hccn, env=env))
+    checks = by_check(data)
+    assert checks["npu.devices"][0]["state"] == "ok" and checks["npu.devices"][0]["message"].startswith("8 NPU:")
+    assert data["context"]["platform"] == "a5" and data["context"]["npus_per_node"] == 8
+    env.update(FAKE_NPU_LAYOUT="a3")  # an A2-sized hccn.conf and --npus-per-node 8 on an A3 node
+    proc = doctor("--json", "--skip", ONLY_NPU, "--hccn-conf", hccn, "--npus-per-node", "8", env=env)
+    checks = by_check(report(proc))
+    assert checks["npu.devices"][0]["state"] == "warn" and "--npus-per-node has 8" in checks["npu.devices"][0]["message"]
+    missing = [f["message"] for f in checks["npu.hccn_conf"] if "no address" in f["message"]]
+    assert missing and "8, 9, 10, 11, 12, 13, 14, 15 of 16" in missing[0]
+
+
+def test_verl_board_probe_failure_shows_before_launch(ascend_env):
+    env, hccn, _ = ascend_env
+    env.update(FAKE_NPU_COUNT="1")  # a container that sees card 0 only; verl asks for card 1
+    env.pop("ASCEND_VISIBLE_DEVICES", None)
+    proc = doctor("--skip", ONLY_NPU, "--hccn-conf", hccn, env=env)
+    assert proc.returncode == 1
+    if not board_probe.verl_probes_board():  # verl 0.6.1 has no such probe: said, not judged
+        assert "[ skip] npu.verl_board_probe" in proc.stdout and "does not probe" in proc.stdout
+        return
+    assert "[ERROR] npu.verl_board_probe" in proc.stdout and "verl#6756" in proc.stdout
+    env.update(ASCEND_VISIBLE_DEVICES="0")
+    data = report(doctor("--json", "--skip", ONLY_NPU, "--hccn-conf", hccn, env=env))
+    assert by_check(data)["npu.verl_board_probe"][0]["state"] == "ok"
+
+
+# Runs the installed verl's get_npu_versions() over the npu-smi double, case by case: did its board
+# probe raise (CalledProcessError / ValueError re-raised) or get past it (later CANN-path errors)?
+REAL_PROBE = """
+import json, os, subprocess, sys
+from verl.utils import device
+out = []
+for count, visible in json.loads(sys.argv[1]):
+    os.environ["FAKE_NPU_COUNT"] = str(count)
+    os.environ.pop("ASCEND_VISIBLE_DEVICES", None)
+    if visible is not None:
+        os.environ["ASCEND_VISIBLE_DEVICES"] = visible
+    try:
+        device.get_npu_versions()
+        out.append("passed")
+    except (subprocess.CalledProcessError, ValueError):  # a non-numeric id: verl's bare raise is the ValueError
+        out.append("failed")
+    except RuntimeError as e:
+        out.append("no version" if "Software Version" in str(e) else "passed")
+print(json.dumps(out))
+"""
+PROBE_CASES = [(8, None), (1, None), (1, "0"), (1, "x"), (1, "5"), (3, "5"), (3, "4,5"), (1, "1")]
+
+
+def test_board_probe_matches_the_installed_verl(monkeypatch):
+    has_probe = board_probe.verl_probes_board()
+    monkeypatch.setenv("PATH", f"{os.path.dirname(__file__)}/fakes/bin{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.delenv("FAKE_NPU_LAYOUT", raising=False)
+    if not has_probe:  # verl 0.6.1: no get_npu_versions, so doctor must not judge it
+        (f,) = board_probe.check({}, has_probe)
+        assert f.state == "skip" and "does not probe" in f.message
+        return
+    env = clean_env(bins=("npu-smi",), ASCEND_HOME_PATH="/nonexistent-cann")
+    proc = subprocess.run([sys.executable, "-c", REAL_PROBE, json.dumps(PROBE_CASES)], env=env,
+                          capture_output=True, text=True, timeout=180)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    real = json.loads(proc.stdout.strip().splitlines()[-1])
+    ours = []
+    for count, visible in PROBE_CASES:
+        monkeypatch.setenv("FAKE_NPU_COUNT", str(count))
+        (f,) = board_probe.check({} if visible is None else {"ASCEND_VISIBLE_DEVICES": visible}, has_probe)
+        ours.append({"ok": "passed", "error": "failed"}[f.state])
+    assert ours == real
+    assert set(real) == {"passed", "failed"}  # both outcomes exercised
 
 
 @pytest.mark.verl_agnostic

@@ -70,7 +70,8 @@ def probe(address: str, timeout: float):
     return None, f"could not join the Ray cluster at {address}: {tail}"
 
 
-def check_ray(address, how, local_ips, nnodes, npus_per_node, timeout=60.0) -> list:
+def check_ray(address, how, local_ips, nnodes, npus_per_node, timeout=60.0, basis="") -> list:
+    """`basis`: where npus_per_node comes from (the detected platform's profile, or --npus-per-node)."""
     check = "ray.cluster"
     if address is None:
         return [skip(check, f"Ray cluster not checked ({how})",
@@ -91,10 +92,12 @@ def check_ray(address, how, local_ips, nnodes, npus_per_node, timeout=60.0) -> l
         expected = nnodes * npus_per_node
         if len(alive) != nnodes or total != expected:
             return [error(check, f"Ray sees {len(alive)} node(s) with {total:g} NPU ({shown}); "
-                          f"--nnodes {nnodes} needs {nnodes} x {npus_per_node} = {expected}",
+                          f"--nnodes {nnodes} needs {nnodes} x {npus_per_node} = {expected}"
+                          + (f" ({basis})" if basis else ""),
                           f"start the missing workers with `ray start --address=HEAD:PORT`; {fix_resources}")]
         return [ok(check, f"Ray sees {len(alive)} node(s) with {total:g} NPU as planned ({shown})")]
     short = [ip for ip, count in per_node if count != npus_per_node]
     if short:
-        return [warn(check, f"Ray nodes without {npus_per_node} NPU: {', '.join(short)} ({shown})", fix_resources)]
+        return [warn(check, f"Ray nodes without {npus_per_node} NPU{f' ({basis})' if basis else ''}: "
+                     f"{', '.join(short)} ({shown})", fix_resources)]
     return [ok(check, f"Ray sees {len(alive)} node(s) with {total:g} NPU ({shown}); pass --nnodes to compare with the plan")]

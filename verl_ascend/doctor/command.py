@@ -23,16 +23,18 @@ def _read(path):
 def diagnose(args, env=None) -> tuple:
     """(findings, context) for this node. Each group is a local read; `ray` may join the local head."""
     from .. import platform
-    from . import cluster, devices, environment, known_good, network, ports, software, trainer_loop
+    from ..check.profiles import PROFILES
+    from . import board_probe, cluster, devices, environment, known_good, network, ports, software, trainer_loop
 
     env = dict(os.environ if env is None else env)
     evidence = platform.ascend_evidence()
     ascend = bool(evidence)
     skipped = set(args.skip)
     context = {"host": socket.gethostname(), "ascend_host": evidence, "nnodes": args.nnodes,
-               "npus_per_node": args.npus_per_node, "skipped": sorted(skipped)}
+               "npus_per_node": args.npus_per_node, "platform": None, "skipped": sorted(skipped)}
     findings = []
     npu_count = None
+    ranks_per_node = args.npus_per_node  # None: the detected profile's, else an A2's 8
     interfaces = network.local_interfaces()
     if "python" not in skipped:
         findings += software.check_python()
@@ -43,12 +45,16 @@ def diagnose(args, env=None) -> tuple:
         findings += software.check_cann(env, ascend)
     if "npu" not in skipped:
         smi = devices.run_npu_smi()
-        found = devices.check_npu_smi(smi, args.npus_per_node)
-        if smi and smi[0] == 0:
-            npu_count = len(devices.parse_npu_smi(smi[1])) or None
-        findings += found
+        chip_map = devices.layout_from_chip_map(devices.run_chip_map()) if smi and smi[0] == 0 else None
+        findings += devices.check_npu_smi(smi, args.npus_per_node, chip_map)
+        npu_count, profile = devices.ranks_and_profile(smi, chip_map)
+        context["platform"] = profile
+        if profile and not ranks_per_node:
+            ranks_per_node = PROFILES[profile].ranks_per_node
         path = args.hccn_conf or DEFAULT_HCCN_CONF
-        findings += devices.check_hccn_conf(path, _read(path), npu_count, ascend)
+        findings += devices.check_hccn_conf(path, _read(path), npu_count, ascend, profile)
+        if smi is not None:
+            findings += board_probe.check(env, board_probe.verl_probes_board())
     if "network" not in skipped:
         findings += network.check_socket_ifnames(env, interfaces, args.nnodes)
         findings += network.check_if_ip(env, interfaces)
@@ -71,8 +77,22 @@ def diagnose(args, env=None) -> tuple:
     if "ray" not in skipped:
         address, how = cluster.discover(args.ray_address, env)
         findings += cluster.check_ray(address, how, network.local_addresses(interfaces), args.nnodes,
-                                      args.npus_per_node, args.ray_timeout)
+                                      ranks_per_node or 8, args.ray_timeout,
+                                      basis=_basis(args.npus_per_node, context["platform"]))
+    context["npus_per_node"] = ranks_per_node or 8
     return findings, context
+
+
+def _basis(given, profile) -> str:
+    """Where the per-node NPU count the Ray check expects comes from."""
+    if given:
+        return "--npus-per-node"
+    if profile:
+        from ..check.profiles import PROFILES
+
+        p = PROFILES[profile]
+        return f"{p.name} profile: {p.ranks_per_node} {p.rank_word}s per node"
+    return "default, no npu-smi here"
 
 
 def _groups(text: str) -> list:
@@ -109,7 +129,8 @@ def register(sub) -> None:
     )
     p.add_argument("--json", action="store_true", help="print findings as JSON (stable keys: schema, context, summary, findings)")
     p.add_argument("--nnodes", type=positive_int, default=None, help="nodes the job will use (enables the multi-node judgements and the Ray resource check)")
-    p.add_argument("--npus-per-node", type=positive_int, default=8, help="NPUs per node (default 8, an Atlas 800T A2)")
+    p.add_argument("--npus-per-node", type=positive_int, default=None,
+                   help="ranks per node (default: the detected platform's, 16 dies on an A3, 8 on A2/A5; 8 without npu-smi)")
     p.add_argument("--hccn-conf", default=None, metavar="PATH", help=f"device IP file (default {DEFAULT_HCCN_CONF})")
     p.add_argument("--ray-address", default="auto", metavar="ADDR|auto|off",
                    help="Ray cluster to inspect: auto (RAY_ADDRESS, else the address `ray start` recorded; default), an address, or off")
