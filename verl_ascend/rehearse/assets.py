@@ -103,7 +103,7 @@ def build(model_path: str, texts, out_dir: Path, seed: int = 0) -> dict:
         raise AssetError(f"transformers cannot build model_type={model_type!r} ({exc}). Fix: upgrade transformers "
                          "or point the model path at a supported architecture") from None
     torch.manual_seed(seed)
-    model = AutoModelForCausalLM.from_config(config, torch_dtype=torch.float32)
+    model = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
     model.generation_config.eos_token_id = config.eos_token_id
     model.generation_config.pad_token_id = config.pad_token_id
     model.save_pretrained(str(out_dir), safe_serialization=True)

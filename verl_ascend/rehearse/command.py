@@ -97,8 +97,8 @@ def prompt_length(model_dir: Path, train_file: str) -> int:
     tok = AutoTokenizer.from_pretrained(str(model_dir))
     longest = 0
     for messages in pq.read_table(train_file).column("prompt").to_pylist():
-        ids = tok.apply_chat_template(messages, add_generation_prompt=True, tokenize=True)
-        longest = max(longest, len(ids["input_ids"] if isinstance(ids, dict) else ids))
+        text = tok.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
+        longest = max(longest, len(tok(text, add_special_tokens=False)["input_ids"]))
     return ((longest + 16) // 32 + 1) * 32
 
 
@@ -204,7 +204,7 @@ def _rehearse(args, recipe, launch, out, ckpt_dir, work, model_dir, started) -> 
                f"parameters, random weights{', MoE kept' if built['moe'] else ''}; tokenizer: byte-level BPE trained "
                "here (offline)", data_note] + the_plan.changes
     kept = [f"kept: {item}" for item in the_plan.kept]
-    extra = [f"added after the recipe (rehearse -- ...): {item}" for item in args.overrides]
+    extra = [f"added after the recipe (--override): {item}" for item in args.overrides]
     report = [f"rehearsal of {recipe} ({TRAINER}, trainer.use_v1={use_v1})", "scaled down for CPU:"]
     report += [f"  - {c}" for c in changes] + [f"  {k}" for k in kept + extra]
     (out / "changes.txt").write_text("\n".join(report) + "\n")
@@ -257,9 +257,9 @@ def register(sub) -> None:
         "unsupported verl.",
     )
     p.add_argument("recipe", metavar="RECIPE.sh", help="launch script calling python -m verl.trainer.main_ppo")
-    p.add_argument("overrides", nargs="*", metavar="OVERRIDE",
-                   help="extra Hydra overrides after `--`, appended as the recipe's \"$@\" would be "
-                   "(e.g. -- reward.custom_reward_function.path=my_reward.py)")
+    p.add_argument("--override", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                   help="extra Hydra override appended to the recipe's, as its \"$@\" would be; repeatable "
+                   "(e.g. --override reward.custom_reward_function.path=my_reward.py)")
     p.add_argument("--steps", type=positive_int, default=2, help="training steps before the checkpoint (default 2)")
     p.add_argument("--nproc", type=int, choices=(1, 2), default=2, help="CPU training ranks (default 2)")
     p.add_argument("--out", metavar="DIR", help="output folder (default ./rehearse-<recipe name>)")

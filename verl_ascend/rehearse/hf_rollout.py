@@ -43,7 +43,7 @@ class HFServer:
 
         torch.set_num_threads(1)
         self.model = AutoModelForCausalLM.from_pretrained(
-            model_path, torch_dtype=torch.float32, attn_implementation="sdpa", trust_remote_code=trust_remote_code
+            model_path, dtype=torch.float32, attn_implementation="sdpa", trust_remote_code=trust_remote_code
         ).eval()
         self.response_length = int(response_length)
         self.global_steps = None
