@@ -221,7 +221,8 @@ def _rehearse(args, recipe, launch, out, ckpt_dir, work, model_dir, started) -> 
                                                   base + [f"trainer.total_training_steps={steps + 1}"])]
     for label, last_step, overrides_run in phases:
         log = out / ("console.log" if label == "train" else "console_resume.log")
-        print(f"rehearse: {label}: main_ppo to step {last_step} on {nproc} CPU rank(s); log {log}", flush=True)
+        print(f"rehearse: {label}: main_ppo to step {last_step} on {nproc} CPU rank(s); log {log}; Ray in {ray_tmp}",
+              flush=True)
         code, seen, error = run(argv + overrides_run, env, str(out), log, ray_tmp, args.timeout, label)
         logs.append(log)
         if code != 0 or error:

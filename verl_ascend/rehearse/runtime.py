@@ -9,7 +9,7 @@ How: four records, shown by ``verl-ascend status`` like the patches, that act on
     with ``VERL_ASCEND_REHEARSE=1`` (set by ``rehearse`` for main_ppo; the ``ray_runtime_env``
     patch carries it to every Ray worker). Elsewhere each says "not a rehearsal" and changes
     nothing.
-    rehearse_platform   verl.plugin.platform        register + select the CPU platform (cpu_platform.py)
+    rehearse_platform   verl                        register + select the CPU platform (cpu_platform.py)
     rehearse_backend    torch.distributed           init_process_group keeps one back-end per device type
     rehearse_offload    torch FSDP2 _fsdp_api       CPUOffloadPolicy never pins host memory
     rehearse_rollout    verl.workers.rollout        rollout name ``hf`` (hf_rollout.py)
@@ -43,16 +43,22 @@ def _gate(probe):
 
 
 def _platform_probe(module):
-    if not hasattr(module, "PlatformRegistry") or not hasattr(module, "set_platform"):
-        return "this verl has no PlatformRegistry/set_platform (verl.plugin.platform)"
+    from importlib.util import find_spec
+
+    if find_spec("verl.plugin") is None or find_spec("verl.plugin.platform") is None:
+        return "this verl has no platform registry (verl.plugin.platform)"
     return None
 
 
-def _platform_apply(module):
+def _platform_apply(_verl):
+    # On `import verl`: verl resolves its platform lazily, at the first get_platform() call, which
+    # comes after the package import, so registering and selecting here is in time in every process.
+    import verl.plugin.platform as module
+    from verl.plugin.platform import platform_manager
+
     from .cpu_platform import NAME, PlatformCPU
 
     module.PlatformRegistry.register(platform=NAME)(PlatformCPU)
-    from verl.plugin.platform import platform_manager
 
     if platform_manager._current_platform is None or platform_manager._current_platform.device_name != NAME:
         module.set_platform(PlatformCPU())
@@ -141,7 +147,7 @@ def _rollout_apply(module):
 
 
 PATCHES = (
-    Patch(name="rehearse_platform", targets=("verl.plugin.platform",), applies=_gate(_platform_probe),
+    Patch(name="rehearse_platform", targets=("verl",), applies=_gate(_platform_probe),
           apply=_platform_apply, doc=__doc__, summary="rehearsal only: verl platform 'cpu' (gloo, Ray GPU resource)"),
     Patch(name="rehearse_backend", targets=("torch.distributed",), applies=_gate(_backend_probe),
           apply=_backend_apply, doc=__doc__, summary="rehearsal only: no duplicate 'cpu:gloo' back-end entry"),
