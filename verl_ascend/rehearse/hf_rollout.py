@@ -153,12 +153,3 @@ class HFServerAdapter(BaseRollout):
         count = await self._server.update_weights.remote(state, kwargs.get("global_steps"))
         logger.info("hf rollout: %d tensors sent to replica %d (step %s)", count, self.replica_rank,
                     kwargs.get("global_steps"))
-
-
-def register() -> str:
-    """Add ``hf`` to verl's replica and rollout registries (idempotent)."""
-    from verl.workers.rollout import base, replica
-
-    replica.RolloutReplicaRegistry.register(NAME, lambda: HFReplica)
-    base._ROLLOUT_REGISTRY[(NAME, "async")] = f"{__name__}.HFServerAdapter"  # verl has no public setter
-    return "rollout name 'hf' registered (replica + async adapter)"

@@ -140,10 +140,23 @@ def _rollout_probe(module):
     return None
 
 
-def _rollout_apply(module):
-    from .hf_rollout import register
+HF_MODULE = "verl_ascend.rehearse.hf_rollout"
 
-    return register()
+
+def _load_replica():
+    from .hf_rollout import HFReplica
+
+    return HFReplica
+
+
+def _rollout_apply(module):
+    # Names only: hf_rollout imports verl.workers.rollout itself, so importing it here (from that
+    # package's import hook) would be circular. verl imports the classes when it builds them.
+    from verl.workers.rollout import base, replica
+
+    replica.RolloutReplicaRegistry.register("hf", _load_replica)
+    base._ROLLOUT_REGISTRY[("hf", "async")] = f"{HF_MODULE}.HFServerAdapter"  # verl has no public setter
+    return "rollout name 'hf' registered (replica + async adapter)"
 
 
 PATCHES = (
