@@ -1,6 +1,5 @@
 """``verl-ascend rehearse RECIPE.sh``: the recipe's real main_ppo loop, tiny, on this machine's CPU."""
 
-import argparse
 import importlib.util
 import os
 import shutil
@@ -149,6 +148,9 @@ def execute(args) -> int:
     if not recipe.is_file():
         raise RehearseError(f"recipe {args.recipe} does not exist. Fix: pass the path of a launch script such as "
                             "recipes/grpo_qwen2_5_7b_a2.sh")
+    bad_env = [a for a in args.env if "=" not in a or not a.split("=", 1)[0]]
+    if bad_env:
+        raise RehearseError(f"--env {bad_env[0]!r} is not NAME=VALUE. Fix: e.g. --env MODEL_PATH=/models/Qwen2.5-7B")
     from ..check import extract as extract_mod
     from ..check import sandbox
 
@@ -207,7 +209,9 @@ def _rehearse(args, recipe, launch, out, ckpt_dir, work, model_dir, started) -> 
     extra = [f"added after the recipe (--override): {item}" for item in args.overrides]
     report = [f"rehearsal of {recipe} ({TRAINER}, trainer.use_v1={use_v1})", "scaled down for CPU:"]
     report += [f"  - {c}" for c in changes] + [f"  {k}" for k in kept + extra]
-    (out / "changes.txt").write_text("\n".join(report) + "\n")
+    tmp_report = out / "changes.txt.tmp"
+    tmp_report.write_text("\n".join(report) + "\n")
+    tmp_report.replace(out / "changes.txt")
     print("\n".join(report), flush=True)
 
     argv = [sys.executable, "-m", TRAINER, f"--config-name={the_plan.config_name}"]
