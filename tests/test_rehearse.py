@@ -164,3 +164,14 @@ def test_a_reward_function_that_raises_fails_the_rehearsal_naming_it_and_leaves_
         assert "ZeroDivisionError: planted fault in the reward function" in proc.stderr, proc.stderr[-3000:]
         assert not list((out / "checkpoints").glob("global_step_*"))
         assert _survivors(_ray_folder(proc.stdout), str(out)) == []
+
+
+@pytest.mark.verl_agnostic
+def test_learning_note_only_when_no_step_had_a_gradient(tmp_path):
+    from verl_ascend.rehearse.command import learning_note
+
+    flat, moving = tmp_path / "flat.log", tmp_path / "moving.log"
+    flat.write_text("step:1 - actor/grad_norm:0.0 - critic/score/mean:0.0\nstep:2 - actor/grad_norm:0.0 - x:1\n")
+    moving.write_text("step:3 - actor/grad_norm:0.71 - critic/score/mean:0.4\n")
+    assert "grad_norm is 0 at every step" in learning_note([flat])
+    assert learning_note([flat, moving]) == ""

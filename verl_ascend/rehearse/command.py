@@ -128,6 +128,20 @@ def _print_logs_table(logs, out_dir: Path) -> int:
     return code
 
 
+def learning_note(logs) -> str:
+    """A line when no step had a gradient (a reward constant within every group), else ''."""
+    from ..logs.parse import parse_files
+
+    norms = [m.get("actor/grad_norm") for m in parse_files([str(p) for p in logs]).steps.values()]
+    norms = [n for n in norms if n is not None]
+    if norms and all(n == 0 for n in norms):
+        return ("note: actor/grad_norm is 0 at every step: each prompt's responses got the same reward (the gsm8k "
+                "rule scores a random model 0), so GRPO's advantages are 0 and nothing is learned. The loop itself "
+                "ran; to see a learning signal pass a reward that varies, e.g. "
+                "--override reward.custom_reward_function.path=my_reward.py")
+    return ""
+
+
 def _checkpoints(ckpt_dir: Path) -> list:
     return sorted(p.name for p in ckpt_dir.glob("global_step_*") if p.is_dir())
 
@@ -243,6 +257,9 @@ def _rehearse(args, recipe, launch, out, ckpt_dir, work, model_dir, started) -> 
         print(f"verl-ascend rehearse: no checkpoint global_step_{steps} in {ckpt_dir}", file=sys.stderr)
         return 1
     _print_logs_table(logs, out)
+    note = learning_note(logs)
+    if note:
+        print(note)
     print(f"rehearse: ok in {time.time() - started:.0f} s: {steps} step(s), checkpoint, resumed step {steps + 1}; "
           f"outputs in {out} (changes.txt, console*.log, checkpoints/, logs_table.txt, logs.png, logs.csv)")
     return 0
