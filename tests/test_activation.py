@@ -53,10 +53,11 @@ def test_interpreter_start_stays_cheap():
 
 def test_status_json_lists_every_patch():
     from verl_ascend.patches import PATCH_MODULES
+    from verl_ascend.rehearse.runtime import PATCHES as REHEARSAL
 
     proc = run_cli("status", "--json")
     report = json.loads(proc.stdout)
-    assert {p["name"] for p in report["patches"]} == set(PATCH_MODULES)
+    assert {p["name"] for p in report["patches"]} == set(PATCH_MODULES) | {p.name for p in REHEARSAL}
     for patch in report["patches"]:
         assert patch["state"] in {"applied", "not applicable", "disabled", "failed", "pending"}
     assert report["versions"]["verl"]

@@ -19,6 +19,7 @@ COMMAND_MODULES = (
     "verl_ascend.convert.command",  # convert (also scripts/converter_hf_to_mcore.py)
     "verl_ascend.data.command",    # gsm8k (also scripts/gsm8k.py)
     "verl_ascend.upstream",        # patches check
+    "verl_ascend.rehearse.command",  # rehearse RECIPE.sh
 )
 
 

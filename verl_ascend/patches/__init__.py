@@ -20,6 +20,9 @@ In the TaskRunner:
 Where generation batches are split across rollout workers (driver / TaskRunner):
     rollout_order     verl.experimental.agent_loop.agent_loop, verl.single_controller.ray.base
                       tiled rollout dispatch, verl's interleaved order on the output
+Only in a `verl-ascend rehearse` run (VERL_ASCEND_REHEARSE=1; verl_ascend/rehearse/runtime.py):
+    rehearse_platform, rehearse_backend, rehearse_offload, rehearse_rollout   CPU platform, gloo
+                      back-end string, FSDP2 offload without pinning, the `hf` rollout
 """
 
 import importlib
@@ -41,4 +44,7 @@ def all_patches() -> list:
     for name in PATCH_MODULES:
         module = importlib.import_module(f"{__name__}.{name}")
         records.append(module.PATCH)
+    from ..rehearse.runtime import PATCHES as rehearsal  # inert outside a rehearsal
+
+    records.extend(rehearsal)
     return records

@@ -1,0 +1,125 @@
+"""Turn a recipe's main_ppo call into the rehearsal's: only what a CPU cannot do changes.
+
+Every override of the recipe is kept unless it names something the rehearsal must replace
+(model, engine, rollout engine, sizes, devices, data files, schedule, output); each replaced or
+dropped one is listed with the reason. Algorithm, advantage estimator, KL settings, reward,
+data columns and the trainer path (``trainer.use_v1``) stay the recipe's.
+"""
+
+import dataclasses
+import re
+
+# Hydra config of the FSDP engine in verl 0.9 (the recipe's Megatron config cannot run on CPU).
+MEGATRON_CONFIGS = {"ppo_megatron_trainer": "ppo_trainer"}
+
+# Keys the rehearsal sets itself (a recipe value for them is replaced); regexes on the bare key.
+REPLACED = (
+    (r"actor_rollout_ref\.model\.path", "model -> tiny random model of the same family"),
+    (r"actor_rollout_ref\.model\.(use_remove_padding|enable_gradient_checkpointing)", "CPU run: off"),
+    (r"actor_rollout_ref\.model\.override_config\.attn_implementation", "attention -> sdpa (no flash-attn on CPU)"),
+    (r".*\.megatron\..*", "engine -> FSDP2: Megatron settings dropped (megatron-core needs CUDA)"),
+    (r"actor_rollout_ref\.(actor|ref|critic)\.strategy|critic\.strategy", "engine -> FSDP2"),
+    (r".*\.use_torch_compile", "CPU run: torch.compile off"),
+    (r"actor_rollout_ref\.rollout\.(name|mode|tensor_model_parallel_size|data_parallel_size|"
+     r"pipeline_model_parallel_size|expert_parallel_size|gpu_memory_utilization|max_num_batched_tokens|"
+     r"max_num_seqs|max_model_len|enforce_eager|free_cache_engine|load_format|n|agent\.num_workers)",
+     "rollout -> hf (transformers generate on CPU)"),
+    (r"data\.(train_files|val_files)", "data -> truncated copy"),
+    (r"data\.(train_batch_size|val_batch_size|max_prompt_length|max_response_length|truncation)", "sizes shrink"),
+    (r".*(ppo_mini_batch_size|micro_batch_size|micro_batch_size_per_gpu|max_token_len_per_gpu)", "sizes shrink"),
+    (r".*\.(param_offload|optimizer_offload|grad_offload)", "CPU run: nothing to offload"),
+    (r"trainer\.(device|nnodes|n_gpus_per_node)", "devices -> CPU ranks"),
+    (r"trainer\.(total_epochs|total_training_steps|save_freq|test_freq|val_before_train|resume_mode|"
+     r"resume_from_path|default_local_dir|logger|max_actor_ckpt_to_keep|log_val_generations)",
+     "schedule/output -> rehearsal's"),
+    (r"ray_kwargs\..*", "Ray -> the rehearsal's own local cluster"),
+    (r"reward\.num_workers", "sizes shrink"),
+)
+
+
+@dataclasses.dataclass
+class Plan:
+    config_name: str
+    overrides: list          # the rehearsal's main_ppo overrides, in order
+    changes: list            # human-readable lines: what changed and why
+    kept: list               # the recipe overrides kept as they are
+
+
+def split(override: str) -> tuple:
+    """``'+a.b=c'`` -> ``('+', 'a.b', 'c')``."""
+    match = re.match(r"^(\+\+|\+|~)?([^=]+?)(=(.*))?$", override, re.S)
+    if not match:
+        return "", override, None
+    return match.group(1) or "", match.group(2).strip(), match.group(4)
+
+
+def _reason(key: str):
+    for pattern, reason in REPLACED:
+        if re.fullmatch(pattern, key):
+            return reason
+    return None
+
+
+def value_of(overrides, key: str, default=None):
+    """The last value the overrides give ``key`` (Hydra's last-wins), else ``default``."""
+    found = default
+    for item in overrides:
+        _, k, v = split(item)
+        if k == key and v is not None:
+            found = v
+    return found
+
+
+def build(config_name: str, recipe_overrides: list, *, model_dir: str, train_file: str, val_file: str, nproc: int,
+          steps: int, prompt_length: int, response_length: int, ckpt_dir: str, ray_tmp: str, n_resp: int,
+          batch: int) -> Plan:
+    changes, kept, dropped = [], [], {}
+    name = MEGATRON_CONFIGS.get(config_name or "ppo_trainer", config_name or "ppo_trainer")
+    if name != (config_name or "ppo_trainer"):
+        changes.append(f"config {config_name} -> {name} (engine Megatron -> FSDP2: megatron-core needs CUDA)")
+    for item in recipe_overrides:
+        prefix, key, value = split(item)
+        reason = _reason(key)
+        if reason is None:
+            kept.append(item)
+            continue
+        dropped.setdefault(reason, []).append(f"{key}={value}" if value is not None else f"{prefix}{key}")
+    for reason, items in dropped.items():
+        shown = ", ".join(items[:6]) + (f" (+{len(items) - 6} more)" if len(items) > 6 else "")
+        changes.append(f"{reason}: recipe's {shown}")
+    micro = 2
+    ours = [
+        f"actor_rollout_ref.model.path={model_dir}",
+        "++actor_rollout_ref.model.override_config.attn_implementation=sdpa",
+        "actor_rollout_ref.model.use_remove_padding=False",
+        "actor_rollout_ref.model.enable_gradient_checkpointing=False",
+        "actor_rollout_ref.actor.strategy=fsdp2", "actor_rollout_ref.ref.strategy=fsdp2",
+        "actor_rollout_ref.actor.use_torch_compile=False", "actor_rollout_ref.ref.use_torch_compile=False",
+        "actor_rollout_ref.rollout.name=hf", "actor_rollout_ref.rollout.tensor_model_parallel_size=1",
+        f"actor_rollout_ref.rollout.n={n_resp}", "actor_rollout_ref.rollout.agent.num_workers=2",
+        f"data.train_files={train_file}", f"data.val_files={val_file}",
+        f"data.train_batch_size={batch}", f"data.max_prompt_length={prompt_length}",
+        f"data.max_response_length={response_length}",
+        f"actor_rollout_ref.actor.ppo_mini_batch_size={batch}",
+        f"actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu={micro}",
+        f"actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu={micro}",
+        f"actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu={micro}",
+        "reward.num_workers=1",
+        "trainer.device=cpu", "trainer.nnodes=1", f"trainer.n_gpus_per_node={nproc}",
+        f"trainer.total_training_steps={steps}", "trainer.save_freq=1", "trainer.test_freq=-1",
+        "trainer.val_before_train=False", "trainer.resume_mode=auto", f"trainer.default_local_dir={ckpt_dir}",
+        "trainer.logger=[console]",
+        # Ray's resource check and placement want GPU bundles; logical ones, and enough logical CPUs
+        # for verl's {"CPU": 3, "GPU": 1} bundles (too few hangs instead of failing).
+        "ray_kwargs.ray_init.num_cpus=16", f"++ray_kwargs.ray_init.num_gpus={nproc}",
+        f"++ray_kwargs.ray_init._temp_dir={ray_tmp}",
+    ]
+    changes += [
+        f"model: tiny random model at {model_dir}",
+        f"engine: FSDP2 over gloo, {nproc} CPU rank(s); rollout: hf (transformers generate), TP 1, "
+        f"{n_resp} responses per prompt, 2 agent-loop workers",
+        f"sizes: batch {batch} prompts, prompt <= {prompt_length} tokens, response <= {response_length} tokens, "
+        f"micro batch {micro}, one mini-batch per step",
+        f"schedule: {steps} step(s), checkpoint every step, no validation, console logger, then resume for 1 step",
+    ]
+    return Plan(name, kept + ours, changes, kept)

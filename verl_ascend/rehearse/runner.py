@@ -1,0 +1,131 @@
+"""Run one main_ppo process for a rehearsal: its own Ray, live progress, nothing left behind.
+
+main_ppo starts a local Ray cluster (``ray_kwargs.ray_init._temp_dir`` points it at a folder of
+this run) in its own session. When main_ppo ends, fails, times out or the user presses Ctrl-C,
+its process group is ended, then every process whose command line names that Ray folder (GCS,
+raylet, dashboard, workers that left the group) — by pid, never by name.
+"""
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+STEP = re.compile(r"step:(\d+) - ")
+ERROR = re.compile(r"((?:[A-Za-z_][\w.]*\.)?[A-Z]\w*(?:Error|Exception|Interrupt)(?:\([^)]*\))?): (.+)")
+RAY_PREFIX = re.compile(r"^\s*(\x1b\[[0-9;]*m)*\([^)]*pid=\d+[^)]*\)(\x1b\[[0-9;]*m)*\s*")
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
+SHOWN = ("step:", "Resuming from", "Loaded model", "rollout_order:", "Error", "Traceback")
+
+
+def clean(line: str) -> str:
+    return ANSI.sub("", RAY_PREFIX.sub("", line)).rstrip()
+
+
+def first_error(lines) -> str:
+    """The error that ended the run, as ``Type: message`` (the innermost raise, not Ray's wrapper)."""
+    found = []
+    for line in lines:
+        text = clean(line).strip()
+        match = ERROR.match(text)
+        if match and not text.startswith(("ray.exceptions.", "RayTaskError", "ActorDiedError")):
+            found.append(text[:400])
+    return found[0] if found else ""
+
+
+def _short_step(text: str) -> str:
+    keep = ("step", "critic/score/mean", "actor/pg_loss", "actor/grad_norm", "actor/kl_loss",
+            "training/rollout_probs_diff_max", "timing_s/step")
+    parts = [p for p in text.split(" - ") if p.split(":", 1)[0] in keep]
+    return " - ".join(parts) if parts else text[:200]
+
+
+def _processes_naming(marker: str) -> list:
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if marker in cmdline:
+            pids.append(int(entry.name))
+    return pids
+
+
+def end_all(proc, ray_tmp: str, grace: float = 10.0) -> list:
+    """End main_ppo's process group, then every process that names this run's Ray folder."""
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            break
+        try:
+            proc.wait(timeout=grace)
+            break
+        except subprocess.TimeoutExpired:
+            continue
+    leftover = _processes_naming(ray_tmp)
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        for pid in leftover:
+            try:
+                os.kill(pid, sig)
+            except ProcessLookupError:
+                pass
+        deadline = time.time() + grace
+        while time.time() < deadline and _processes_naming(ray_tmp):
+            time.sleep(0.5)
+        leftover = _processes_naming(ray_tmp)
+        if not leftover:
+            break
+    return leftover
+
+
+def run(argv: list, env: dict, cwd: str, log_path: Path, ray_tmp: str, timeout: float, label: str, out=sys.stdout):
+    """Run main_ppo; returns ``(exit code, step numbers seen, error line)``. Ctrl-C propagates after cleanup."""
+    steps, tail = [], []
+    started = time.time()
+    timed_out = threading.Event()
+    with open(log_path, "w") as log:
+        proc = subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT, text=True, errors="replace", start_new_session=True)
+
+        def expire():  # a wrong Ray resource setting hangs silently: the watchdog ends it
+            timed_out.set()
+            end_all(proc, ray_tmp)
+
+        watchdog = threading.Timer(timeout, expire)
+        watchdog.daemon = True
+        watchdog.start()
+        try:
+            for line in proc.stdout:
+                log.write(line)
+                log.flush()
+                text = clean(line)
+                tail.append(line)
+                del tail[:-400]
+                match = STEP.search(text)
+                if match:
+                    steps.append(int(match.group(1)))
+                    print(f"  [{label} {time.time() - started:4.0f}s] {_short_step(text[match.start():])}", file=out,
+                          flush=True)
+                elif any(word in text for word in SHOWN[1:4]):
+                    print(f"  [{label} {time.time() - started:4.0f}s] {text.strip()[:200]}", file=out, flush=True)
+            code = proc.wait()
+        except BaseException:
+            watchdog.cancel()
+            end_all(proc, ray_tmp)
+            raise
+        watchdog.cancel()
+    leftover = end_all(proc, ray_tmp)
+    if timed_out.is_set():
+        return 124, steps, f"main_ppo did not finish within {timeout:.0f} s (every process of the run was ended)"
+    error = first_error(tail) if code != 0 else ""
+    if leftover:
+        error = (error + "; " if error else "") + f"processes {leftover} of this run's Ray did not end"
+    return code, steps, error

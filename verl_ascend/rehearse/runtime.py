@@ -1,0 +1,172 @@
+"""Rehearsal-only runtime fixes: what verl 0.9 and torch need to train on a CPU-only host.
+
+Why: ``verl-ascend rehearse`` runs a recipe's real ``python -m verl.trainer.main_ppo`` on CPU.
+    Stock verl 0.9 has no CPU platform (it falls back to CUDA), builds the collective back-end
+    string ``cpu:gloo,<device>:<backend>`` (``cpu:gloo,cpu:gloo`` on CPU, which torch rejects as a
+    duplicate device type), gives the FSDP2 reference model ``CPUOffloadPolicy(pin_memory=True)``
+    (pinning needs an accelerator), and has no rollout that runs on torch's CPU build.
+How: four records, shown by ``verl-ascend status`` like the patches, that act only in a process
+    with ``VERL_ASCEND_REHEARSE=1`` (set by ``rehearse`` for main_ppo; the ``ray_runtime_env``
+    patch carries it to every Ray worker). Elsewhere each says "not a rehearsal" and changes
+    nothing.
+    rehearse_platform   verl                        register + select the CPU platform (cpu_platform.py)
+    rehearse_backend    torch.distributed           init_process_group keeps one back-end per device type
+    rehearse_offload    torch FSDP2 _fsdp_api       CPUOffloadPolicy never pins host memory
+    rehearse_rollout    verl.workers.rollout        rollout name ``hf`` (hf_rollout.py)
+Upstream: none; verl has no CPU training path (the duplicate back-end string is verl's
+    ``initialize_global_process_group_ray`` in ``verl/utils/distributed.py``).
+Remove when: verl ships a CPU platform and a CPU rollout.
+"""
+
+import os
+
+from ..registry import Patch
+
+ENV = "VERL_ASCEND_REHEARSE"
+NOT_REHEARSAL = f"not a rehearsal process ({ENV} unset)"
+
+
+def in_rehearsal(environ=os.environ) -> bool:
+    return environ.get(ENV, "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def _gate(probe):
+    def applies(module):
+        if not in_rehearsal():
+            return NOT_REHEARSAL
+        return probe(module)
+
+    return applies
+
+
+# ---- platform ------------------------------------------------------------------------------------
+
+
+def _platform_probe(module):
+    from importlib.util import find_spec
+
+    if find_spec("verl.plugin") is None or find_spec("verl.plugin.platform") is None:
+        return "this verl has no platform registry (verl.plugin.platform)"
+    return None
+
+
+def _platform_apply(_verl):
+    # On `import verl`: verl resolves its platform lazily, at the first get_platform() call, which
+    # comes after the package import, so registering and selecting here is in time in every process.
+    import verl.plugin.platform as module
+    from verl.plugin.platform import platform_manager
+
+    from .cpu_platform import NAME, PlatformCPU
+
+    module.PlatformRegistry.register(platform=NAME)(PlatformCPU)
+
+    if platform_manager._current_platform is None or platform_manager._current_platform.device_name != NAME:
+        module.set_platform(PlatformCPU())
+    return "platform 'cpu' registered and selected (device cpu, backend gloo, Ray resource GPU)"
+
+
+# ---- process-group back-end string ---------------------------------------------------------------
+
+
+def dedupe_backend(backend):
+    """``"cpu:gloo,cpu:gloo"`` -> ``"cpu:gloo"``: the first entry per device type wins."""
+    if not isinstance(backend, str) or "," not in backend:
+        return backend
+    seen, kept = set(), []
+    for item in backend.split(","):
+        device = item.split(":", 1)[0].strip() if ":" in item else item.strip()
+        if device not in seen:
+            seen.add(device)
+            kept.append(item.strip())
+    return ",".join(kept)
+
+
+def _backend_probe(module):
+    return None if callable(getattr(module, "init_process_group", None)) else "torch.distributed has no init_process_group"
+
+
+def _backend_apply(module):
+    from ..patches._util import wrap
+
+    def make(original):
+        def init_process_group(*args, **kwargs):
+            if "backend" in kwargs:
+                kwargs["backend"] = dedupe_backend(kwargs["backend"])
+            elif args:
+                args = (dedupe_backend(args[0]),) + tuple(args[1:])
+            return original(*args, **kwargs)
+
+        return init_process_group
+
+    wrap(module, "init_process_group", "rehearse_backend", make)
+    return "init_process_group keeps the first back-end per device type"
+
+
+# ---- FSDP2 offload pinning -----------------------------------------------------------------------
+
+
+def _offload_probe(module):
+    cls = getattr(module, "CPUOffloadPolicy", None)
+    return None if cls is not None else "torch FSDP2 has no CPUOffloadPolicy here"
+
+
+def _offload_apply(module):
+    from ..patches._util import wrap
+
+    def make(original):
+        def __init__(self, *args, **kwargs):
+            original(self, *args, **kwargs)
+            object.__setattr__(self, "pin_memory", False)  # pin_memory() needs an accelerator
+
+        return __init__
+
+    wrap(module.CPUOffloadPolicy, "__init__", "rehearse_offload", make)
+    return "CPUOffloadPolicy(pin_memory=...) -> pin_memory=False"
+
+
+# ---- rollout ---------------------------------------------------------------------------------------
+
+
+def _rollout_probe(module):
+    from importlib import import_module
+
+    try:
+        replica = import_module("verl.workers.rollout.replica")
+        base = import_module("verl.workers.rollout.base")
+    except ImportError as exc:
+        return f"no rollout replica registry in this verl ({exc})"
+    if not hasattr(replica, "RolloutReplicaRegistry") or not isinstance(getattr(base, "_ROLLOUT_REGISTRY", None), dict):
+        return "this verl has no RolloutReplicaRegistry / _ROLLOUT_REGISTRY"
+    return None
+
+
+HF_MODULE = "verl_ascend.rehearse.hf_rollout"
+
+
+def _load_replica():
+    from .hf_rollout import HFReplica
+
+    return HFReplica
+
+
+def _rollout_apply(module):
+    # Names only: hf_rollout imports verl.workers.rollout itself, so importing it here (from that
+    # package's import hook) would be circular. verl imports the classes when it builds them.
+    from verl.workers.rollout import base, replica
+
+    replica.RolloutReplicaRegistry.register("hf", _load_replica)
+    base._ROLLOUT_REGISTRY[("hf", "async")] = f"{HF_MODULE}.HFServerAdapter"  # verl has no public setter
+    return "rollout name 'hf' registered (replica + async adapter)"
+
+
+PATCHES = (
+    Patch(name="rehearse_platform", targets=("verl",), applies=_gate(_platform_probe),
+          apply=_platform_apply, doc=__doc__, summary="rehearsal only: verl platform 'cpu' (gloo, Ray GPU resource)"),
+    Patch(name="rehearse_backend", targets=("torch.distributed",), applies=_gate(_backend_probe),
+          apply=_backend_apply, doc=__doc__, summary="rehearsal only: no duplicate 'cpu:gloo' back-end entry"),
+    Patch(name="rehearse_offload", targets=("torch.distributed.fsdp._fully_shard._fsdp_api",),
+          applies=_gate(_offload_probe), apply=_offload_apply, doc=__doc__,
+          summary="rehearsal only: FSDP2 CPUOffloadPolicy without pinned memory"),
+    Patch(name="rehearse_rollout", targets=("verl.workers.rollout",), applies=_gate(_rollout_probe),
+          apply=_rollout_apply, doc=__doc__, summary="rehearsal only: rollout 'hf' (transformers generate, Ray server)"),
+)
