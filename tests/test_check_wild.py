@@ -259,3 +259,9 @@ def test_trainer_loop_is_named_and_its_missing_packages_warned(home, tmp_path, m
         assert report["trainer"].startswith("Ray PPO trainer") and findings(report, "trainer", "warning") == []
     else:
         assert report["trainer"] == "Ray PPO trainer (the only one in this verl)" and warned == []
+
+
+def test_check_leaves_the_callers_environment_as_it_was(home, tmp_path):
+    before = {k: os.environ.get(k) for k in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")}
+    check(WILD / "bash_features.sh", cwd=tmp_path)
+    assert {k: os.environ.get(k) for k in before} == before

@@ -1,5 +1,6 @@
 """Run every stage of the check on one recipe and collect a report (a plain dict, JSON-ready)."""
 
+import contextlib
 import os
 
 from . import compose, extract, hbm, model_facts, profiles, rules, trainer_path, verl_checks
@@ -35,10 +36,32 @@ def _layout_summary(cfg, use_ref) -> dict:
     return out
 
 
+_OFFLINE = ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")
+
+
+@contextlib.contextmanager
+def _offline():
+    """Offline while checking: a hub id must not make verl's validation retry the network for a
+    minute. Restored afterwards: run_check is also called inside other programs (and tests)."""
+    saved = {k: os.environ.get(k) for k in _OFFLINE}
+    for k in _OFFLINE:
+        os.environ.setdefault(k, "1")
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
 def run_check(script: str, sets=(), verl_src=None, device: str = profiles.DEFAULT) -> dict:
-    # Offline: a hub id must not make verl's validation retry the network for a minute.
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    with _offline():
+        return _run_check(script, sets, verl_src, device)
+
+
+def _run_check(script, sets, verl_src, device) -> dict:
     profile = profiles.get(device)
     report = {"recipe": script, "device": {"profile": profile.name, "title": profile.title, "per": profile.rank_word,
                                            "rank_gb": profile.rank_gb}, "findings": []}
