@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The main job on a machine without NPUs: everything a user does before booking an A2 cluster.
+# The main job on a machine without NPUs: everything a user does before booking an A2 cluster,
+# including one rehearsal of a shipped recipe through verl's real training loop on CPU.
 # Run inside a test environment:  dev/with-verl.sh 0.9.1 -- bash dev/demo.sh
 # Outputs go to ${DEMO_OUT:-/tmp/verl-ascend-demo}.
 set -euo pipefail
@@ -22,10 +23,13 @@ done
 echo "--- recipes/grpo_qwen2_5_7b_a3.sh (A3: 16 dies per server)"
 verl-ascend check --device a3 recipes/grpo_qwen2_5_7b_a3.sh || [ $? -le 1 ]
 
-step "3. gsm8k -> verl parquet from the sample shipped with verl-ascend (offline)"
+step "3. rehearse the 7B GRPO recipe: verl's real main_ppo on CPU, tiny model, 2 steps + save + resume"
+verl-ascend rehearse recipes/grpo_qwen2_5_7b_a2.sh --out "$out/rehearsal"
+
+step "4. gsm8k -> verl parquet from the sample shipped with verl-ascend (offline)"
 python scripts/gsm8k.py --sample --local_dir "$out/gsm8k"
 
-step "4. training-log analysis of a recorded A2 run (seed 003 step line + synthetic steps)"
+step "5. training-log analysis of a recorded A2 run (seed 003 step line + synthetic steps)"
 # the fixture holds two deliberately malformed step lines: exit 1 (skipped lines) is expected here
 verl-ascend logs tests/fixtures/verl_steps.log --world-size 128 --csv "$out/steps.csv" --plot "$out/steps.png" \
   || [ $? -eq 1 ]
