@@ -8,13 +8,11 @@ which main_ppo fills from the same two switches we read here.
 """
 
 import contextlib
-import importlib.util
 import inspect
 import io
 import os
 import re
 import warnings
-from pathlib import Path
 
 from .findings import ERROR, Finding
 
@@ -81,11 +79,12 @@ def raises_batched_tokens() -> bool:
     """Does the installed verl's vLLM server raise max_num_batched_tokens to max_model_len itself when
     chunked prefill is off (verl 0.9.1: ``vLLMHttpServer._validate_configs``)? Read from its source:
     the module imports vllm, which a checking machine need not have."""
-    spec = importlib.util.find_spec("verl")
-    if spec is None or not spec.submodule_search_locations:
+    from .. import verl_install
+
+    root = verl_install.package_dir()
+    if root is None:
         return False
-    path = Path(list(spec.submodule_search_locations)[0], "workers", "rollout", "vllm_rollout",
-                "vllm_async_server.py")
+    path = root / "workers" / "rollout" / "vllm_rollout" / "vllm_async_server.py"
     try:
         return bool(re.search(r"max_num_batched_tokens\s*=\s*self\.config\.max_model_len", path.read_text()))
     except OSError:

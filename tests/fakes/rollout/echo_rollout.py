@@ -4,6 +4,12 @@ A prompt row's ``input_ids`` start with ``10 * prompt_id`` (``make_batch``). Eve
 ``responses = [prompt_id, worker, position in that worker's slice]``, so a test can tell which
 worker produced a row and whether it came back next to its own prompt. The ``uid`` column is
 echoed too: verl's ``union`` then refuses a misaligned join.
+
+Models (the interface, not the generation): verl's rollout worker groups' ``generate_sequences`` —
+``ActorRolloutRefWorker.generate_sequences`` in ``verl/workers/fsdp_workers.py`` (verl 0.6.1, sync/spmd
+rollout, registered with ``Dispatch.DP_COMPUTE_PROTO``) and ``AgentLoopWorker.generate_sequences`` in
+``verl/experimental/agent_loop/agent_loop.py`` (0.6.1 and 0.9.1): a DataProto slice in, one response row
+per input row out, in input order.
 """
 
 import numpy as np

@@ -1,5 +1,8 @@
 """TEST DOUBLE of mindspeed/core/megatron_basic/arguments_basic.py (MindSpeed >= 2.2).
 
+Models, in the Ascend/MindSpeed repository (commit 8b14ec4c and later branches): that file's
+``transformer_config_init_wrapper`` and ``transformer_config_init_subclass``.
+
 ``transformer_config_init_wrapper(init)``: what MindSpeed installs on ``TransformerConfig.__init__``
 and ``MLATransformerConfig.__init__``. Each build merges the process-global MindSpeed args
 (``get_full_args()``) under the caller's keywords; names in the config class's signature go to the
