@@ -27,8 +27,8 @@ from torch.distributed._shard.sharding_spec import _internals
 from torch.distributed.checkpoint import default_planner
 from tqdm import tqdm
 
-from verl_ascend.patches import _ckpt_validators as impl
 from verl_ascend.patches import ckpt_validation as patch
+from verl_ascend.patches.ckpt_validation import validators as impl
 
 SIZES = {
     "experts": [2, 20, 94, 98],  # layers -> 1,024 / 10,240 / 48,128 / 50,176 chunks

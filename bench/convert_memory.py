@@ -37,12 +37,12 @@ def _peak() -> int:
 
 
 def _imports():
-    import megatron.core  # noqa: F401
     import mbridge  # noqa: F401
+    import megatron.core  # noqa: F401
     import torch  # noqa: F401
     import transformers  # noqa: F401
 
-    import verl_ascend.convert.command  # noqa: F401
+    import verl_ascend.commands.convert  # noqa: F401
 
 
 def build(path, hidden, layers, vocab):

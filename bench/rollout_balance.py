@@ -9,7 +9,7 @@ Response-length model (a prompt's samples share its difficulty):
     batch). The bench prints the simulated mean / max / min / clipped share next to the targets.
 
 For each shape (prompts x samples over workers) and each step, the batch is put in the order verl
-dispatches it (stock: interleaved; tiled: ``verl_ascend.dispatch_order.tiled_permutation`` over
+dispatches it (stock: interleaved; tiled: ``verl_ascend.patches.rollout_order.order.tiled_permutation`` over
 the prompts' uids), cut into equal contiguous slices like ``DataProto.chunk(workers)``, and the
 response tokens per worker are summed. Printed: max/mean tokens per worker (1.0 = perfectly
 balanced; the slowest worker sets the step time), stock and tiled measured on the same draws, and
@@ -49,7 +49,7 @@ import sys
 
 import numpy as np
 
-from verl_ascend.dispatch_order import tiled_permutation
+from verl_ascend.patches.rollout_order.order import tiled_permutation
 
 TARGET = {"mean": 1329.0, "max": 4096, "min": 227.0, "clipped": 0.047}
 # Same log, same step: verl's global_seqlen/min|max|mean cut the interleaved batch (2048 rows) into

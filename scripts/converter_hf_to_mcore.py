@@ -2,7 +2,7 @@
 
 import sys
 
-from verl_ascend.convert import main
+from verl_ascend.commands.convert import main
 
 if __name__ == "__main__":
     sys.exit(main())

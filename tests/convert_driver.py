@@ -1,7 +1,7 @@
 """Run several conversions in one process (one torchrun launch is expensive on 2 shared cores).
 
     python convert_driver.py models ROOT           build tiny random HF checkpoints in ROOT/hf/*
-    python convert_driver.py run PLAN.json         run verl_ascend.convert.main(argv) per plan entry
+    python convert_driver.py run PLAN.json         run verl_ascend.commands.convert.main(argv) per plan entry
                                                    (entries may also build models, read keys, plant)
     python convert_driver.py plant CKPT TENSOR     alter one tensor of a written checkpoint in place
 
@@ -44,7 +44,7 @@ def build_models(root: str) -> dict:
 
 
 def run_plan(plan: list) -> list:
-    from verl_ascend.convert import main
+    from verl_ascend.commands.convert import main
 
     results = []
     for entry in plan:

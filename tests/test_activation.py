@@ -6,8 +6,8 @@ from subproc import clean_env, last_json, run_cli, run_python
 
 STATUS_AFTER_IMPORT = """
 import json, verl
-from verl_ascend import _bootstrap, registry
-print(json.dumps({"info": _bootstrap.activation_info(), "patches": registry.snapshot()}))
+from verl_ascend.core import activation, registry
+print(json.dumps({"info": activation.activation_info(), "patches": registry.snapshot()}))
 """
 
 
@@ -43,21 +43,23 @@ def test_interpreter_start_stays_cheap():
     # The .pth runs in every process of the environment (pip included): it must not pull in heavy modules.
     proc = run_python(
         "import sys, json; import verl_ascend;"
-        "from verl_ascend import _bootstrap;"
-        "print(json.dumps({'active': _bootstrap.activation_info()['active'],"
-        " 'heavy': [m for m in ('torch', 'ray', 'verl', 'numpy') if m in sys.modules]}))"
+        "from verl_ascend.core import activation;"
+        "info = activation.activation_info();"
+        "print(json.dumps({'active': info['active'], 'armed': info['armed'],"
+        " 'heavy': [m for m in ('torch', 'ray', 'verl', 'numpy', 'logging') if m in sys.modules],"
+        " 'patch_code': sorted(m for m in sys.modules if m.startswith(('verl_ascend.patches', 'verl_ascend.core.registry')))}))"
     )
     out = last_json(proc)
-    assert out == {"active": True, "heavy": []}
+    # armed by the .pth, not yet active: no patch code runs until a patched module is imported
+    assert out == {"active": False, "armed": True, "heavy": [], "patch_code": []}
 
 
 def test_status_json_lists_every_patch():
-    from verl_ascend.patches import PATCH_MODULES
-    from verl_ascend.rehearse.runtime import PATCHES as REHEARSAL
+    from verl_ascend.core.activation import PATCHES
 
     proc = run_cli("status", "--json")
     report = json.loads(proc.stdout)
-    assert {p["name"] for p in report["patches"]} == set(PATCH_MODULES) | {p.name for p in REHEARSAL}
+    assert [p["name"] for p in report["patches"]] == list(PATCHES)
     for patch in report["patches"]:
         assert patch["state"] in {"applied", "not applicable", "disabled", "failed", "pending"}
     assert report["versions"]["verl"]

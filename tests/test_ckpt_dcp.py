@@ -12,7 +12,6 @@ import tempfile
 from pathlib import Path
 
 import pytest
-
 from subproc import clean_env
 
 pytestmark = pytest.mark.verl_agnostic

@@ -14,14 +14,14 @@ import torch.distributed._shard.sharded_tensor.api as sharded_tensor_api
 import torch.distributed._shard.sharding_spec._internals as internals
 import torch.distributed.checkpoint.default_planner as default_planner
 import torch.distributed.checkpoint.planner_helpers as planner_helpers
+from ckpt_layouts import layouts
+from subproc import clean_env, last_json, run_cli, run_python
 from torch.distributed._shard.metadata import ShardMetadata
 from torch.distributed.checkpoint.metadata import ChunkStorageMetadata
 
-from ckpt_layouts import layouts
-from subproc import clean_env, last_json, run_cli, run_python
-from verl_ascend import shard_checks
-from verl_ascend.patches import _ckpt_validators as impl
 from verl_ascend.patches import ckpt_validation as patch
+from verl_ascend.patches.ckpt_validation import shard_checks
+from verl_ascend.patches.ckpt_validation import validators as impl
 
 pytestmark = pytest.mark.verl_agnostic
 
@@ -189,7 +189,7 @@ def test_bad_mode_is_reported_and_torch_left_alone():
     code = """
 import json
 import torch.distributed.checkpoint.default_planner as dp
-from verl_ascend import registry
+from verl_ascend.core import registry
 print(json.dumps({"patch": registry.summarize("ckpt_validation"),
                   "marked": hasattr(dp._validate_global_plan, "verl_ascend_mode")}))
 """
@@ -203,7 +203,7 @@ print(json.dumps({"patch": registry.summarize("ckpt_validation"),
 OVERRIDE = r"""
 import json
 import torch.distributed.checkpoint  # the patch installs the fast checks here
-from verl_ascend import registry
+from verl_ascend.core import registry
 rows = lambda: {r["target"].rsplit(".", 1)[-1]: [r["state"], r["detail"]] for r in registry.summarize("ckpt_validation")["targets"]}
 before = rows()
 import mindspeed.megatron_adaptor  # MindSpeed double, generation from FAKE_MINDSPEED_VERSION, argv from below

@@ -8,7 +8,6 @@ seconds on the shared 2-core CI machine.
 """
 
 import json
-import os
 import shutil
 import signal
 import subprocess
@@ -18,7 +17,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from subproc import ROOT, clean_env, last_json, run_cli
 
 DRIVER = ROOT / "tests" / "convert_driver.py"

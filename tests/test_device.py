@@ -52,7 +52,7 @@ def test_ascend_host_with_broken_torch_npu_and_autoload_off_raises_the_fix():
     # torch` fails first (tests/test_real_torch_npu.py, tests/test_broken_torch_npu.py).
     code = """
 import json, verl
-from verl_ascend import registry
+from verl_ascend.core import registry
 from verl.utils.device import get_device_name
 try:
     get_device_name()

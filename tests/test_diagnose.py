@@ -10,8 +10,8 @@ import json
 from pathlib import Path
 
 import pytest
-
 from subproc import run_cli
+
 from verl_ascend.diagnose import context, report, scan, table
 
 pytestmark = pytest.mark.verl_agnostic

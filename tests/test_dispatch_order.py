@@ -4,7 +4,7 @@ import random
 
 import pytest
 
-from verl_ascend import dispatch_order as do
+from verl_ascend.patches.rollout_order import order as do
 
 pytestmark = pytest.mark.verl_agnostic
 

@@ -289,7 +289,7 @@ def test_exit_code_rules():
 def test_trainer_loop_packages_follow_the_installed_verl(monkeypatch):
     import importlib.util
 
-    from verl_ascend import verl_install
+    from verl_ascend.core import verl_install
     from verl_ascend.doctor import trainer_loop
 
     assert [f.state for f in trainer_loop.check()] == ["ok"]  # the test environment has what the loop needs

@@ -12,8 +12,8 @@ import tempfile
 import psutil
 import pytest
 import torch
-
 from subproc import clean_env, run_cli
+
 from verl_ascend.doctor import board_probe
 
 NOT_VERL = "patches"  # the group that imports verl; the tests below leave it out unless they test it

@@ -11,8 +11,8 @@ import pyarrow.parquet as pq
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
 from subproc import ROOT, clean_env, last_json, run_cli, run_python
+
 from verl_ascend.data import gsm8k
 
 FIXTURE = ROOT / "tests" / "fixtures" / "gsm8k"

@@ -8,8 +8,8 @@ import tempfile
 
 import pytest
 import torch
-
 from subproc import ROOT, clean_env
+
 from verl_ascend.doctor import allreduce
 
 pytestmark = pytest.mark.verl_agnostic

@@ -1,7 +1,6 @@
 """hooks.before_import: a callback runs before a module's first import and may import it itself."""
 
 import pytest
-
 from subproc import clean_env, last_json, run_python
 
 pytestmark = pytest.mark.verl_agnostic
@@ -22,7 +21,7 @@ sys.path.insert(0, root)
 import types
 log = []
 sys.modules["log"] = log
-from verl_ascend import hooks
+from verl_ascend.core import hooks
 seen = []
 hooks.before_import("lib", lambda m: (seen.append(("lib", m)), __import__("adaptor")))
 hooks.before_import("nsp", lambda m: seen.append(("nsp", m)))  # runs inside the adaptor's import of it

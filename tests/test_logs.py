@@ -8,8 +8,8 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from subproc import clean_env, run_cli
+
 from verl_ascend.logs import parse, throughput
 
 pytestmark = pytest.mark.verl_agnostic

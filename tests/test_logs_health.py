@@ -1,8 +1,8 @@
 """`verl-ascend logs` training-health flags, each with the step where the problem started."""
 
 import pytest
-
 from subproc import run_cli
+
 from verl_ascend.logs import health, parse
 
 pytestmark = pytest.mark.verl_agnostic

@@ -17,7 +17,6 @@ import os
 from pathlib import Path
 
 import pytest
-
 from subproc import SUBPROC_SITE, clean_env, last_json, run_python
 
 OPTIONS = {
@@ -52,8 +51,7 @@ import verl
 import verl.utils.megatron_utils  # imports megatron.core at its top
 import mindspeed.megatron_adaptor as adaptor
 import mindspeed.args_utils
-from verl_ascend import registry
-from verl_ascend.patches import _util
+from verl_ascend.core import marks as _util, registry
 from verl_cpu_workers import engine_with_tf_config, init_distributed, legacy_worker, saved_model_dir, tiny_qwen2
 HF = tiny_qwen2()
 

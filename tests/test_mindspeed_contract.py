@@ -25,8 +25,7 @@ import os
 from pathlib import Path
 
 import pytest
-
-from subproc import FAKE_SITE, clean_env, last_json, run_python
+from subproc import clean_env, last_json, run_python
 
 ENV = "VERL_ASCEND_MINDSPEED_SRC"
 pytestmark = pytest.mark.verl_agnostic

@@ -5,7 +5,6 @@ from importlib import metadata
 from pathlib import Path
 
 from packaging.version import Version
-
 from subproc import last_json, run_python
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -15,7 +15,7 @@ def test_import_verl_prints_the_same_with_and_without_the_plugin():
 
 
 def test_bad_switches_are_one_warning_each_not_a_failed_activation():
-    code = "import verl\nfrom verl_ascend import _bootstrap\nprint(_bootstrap.activation_info()['active'])"
+    code = "import verl\nfrom verl_ascend.core import activation\nprint(activation.activation_info()['active'])"
     proc = run_python(code, env=clean_env(VERL_ASCEND_PATCHES="-rollout_ordr,-device", VERL_ASCEND_LOG_LEVEL="loud"))
     assert proc.stdout.strip().splitlines()[-1] == "True"
     assert "Traceback" not in proc.stderr and "activation failed" not in proc.stderr

@@ -14,7 +14,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from subproc import clean_env, last_json, run_python
 
 ACTOR_PROBE = """
@@ -30,9 +29,9 @@ class Probe:
     def report(self):
         import verl
         from verl.utils.device import get_device_name, get_nccl_backend
-        from verl_ascend import _bootstrap, registry
+        from verl_ascend.core import activation, registry
         return {
-            "info": _bootstrap.activation_info(),
+            "info": activation.activation_info(),
             "device": get_device_name(),
             "backend": get_nccl_backend(),
             "device_patch": registry.summarize("device")["state"],

@@ -10,7 +10,6 @@ import configparser
 import json
 
 import pytest
-
 import real_torch_npu as real
 from subproc import FAKE_DIST_INFO, FAKE_SITE, clean_env, last_json, run_python
 

@@ -1,17 +1,15 @@
 """Patch registry and post-import hook: failures never break imports, each patch applies once."""
 
-import json
 import sys
-import textwrap
 
 import pytest
-
 from subproc import clean_env, last_json, run_python
 
 # Every registered patch is forced to raise, first in its probe, then (second run) in apply.
 FAULTS = """
 import json, sys
-from verl_ascend import registry, status
+from verl_ascend.core import registry
+from verl_ascend.commands import status
 mode = sys.argv[1]
 def boom(module):
     raise RuntimeError(f"injected fault in {mode}")
@@ -49,8 +47,7 @@ def test_every_patch_raising_leaves_verl_importable(mode):
 
 COUNT_APPLIES = """
 import json, collections
-from verl_ascend import _bootstrap, registry
-from verl_ascend.patches import all_patches
+from verl_ascend.core import activation, registry
 calls = collections.Counter()
 for name in registry.names():
     patch = registry.get(name)
@@ -59,13 +56,13 @@ for name in registry.names():
         return _orig(module)
     patch.apply = counted
 for _ in range(3):
-    _bootstrap.activate(source="again")
-    registry.install(all_patches())
-from verl_ascend import status
+    activation.activate(source="again")
+    registry.install(activation.records())
+from verl_ascend.commands import status
 status.collect(import_targets=True)
 import verl, ray
 # the wrappers themselves refuse to stack
-from verl_ascend.patches._util import MARK
+from verl_ascend.core.marks import MARK
 depth = 0
 f = ray.init
 while f is not None:
@@ -87,7 +84,7 @@ def test_activating_three_times_applies_each_patch_once():
 
 
 def test_hook_runs_callback_after_module_body_before_import_returns(tmp_path, monkeypatch):
-    from verl_ascend import hooks
+    from verl_ascend.core import hooks
 
     pkg = tmp_path / "va_hook_pkg"
     pkg.mkdir()
@@ -115,7 +112,7 @@ def test_hook_runs_callback_after_module_body_before_import_returns(tmp_path, mo
 def test_hook_keeps_loader_type_for_tracebacks(tmp_path, monkeypatch):
     from importlib.machinery import SourceFileLoader
 
-    from verl_ascend import hooks
+    from verl_ascend.core import hooks
 
     (tmp_path / "va_hook_mod.py").write_text("def f():\n    return 1\n")
     monkeypatch.syspath_prepend(str(tmp_path))
@@ -128,7 +125,7 @@ def test_hook_keeps_loader_type_for_tracebacks(tmp_path, monkeypatch):
 
 
 def test_disabled_names_parsing():
-    from verl_ascend.registry import disabled_names
+    from verl_ascend.core.registry import disabled_names
 
     assert disabled_names({"VERL_ASCEND_PATCHES": "-device, -ray_runtime_env,"}) == {"device", "ray_runtime_env"}
     assert disabled_names({}) == set()

@@ -11,7 +11,6 @@ import sys
 
 import numpy as np
 import pytest
-
 from subproc import ROOT, clean_env
 
 BENCH = ROOT / "bench" / "rollout_balance.py"

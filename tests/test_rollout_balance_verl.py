@@ -7,7 +7,6 @@ agent-loop worker, fewest requests sent). verl's class runs here over stand-in s
 """
 
 import numpy as np
-
 from test_rollout_balance_bench import LONG, SHORT, bench  # noqa: F401  (the bench module fixture)
 
 

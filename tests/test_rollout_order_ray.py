@@ -10,7 +10,6 @@ worker group, verl's own Functor) and runs the same steps stock.
 """
 
 import pytest
-
 from subproc import FAKES, clean_env, last_json, run_python
 
 P, N, W = 4, 4, 2  # 4 prompts x 4 samples over 2 workers: stock keeps each prompt on one worker
@@ -25,7 +24,7 @@ from verl.protocol import pad_dataproto_to_divisor, unpad_dataproto
 from verl.experimental.agent_loop import agent_loop
 from verl.single_controller.ray.base import RayClassWithInitArgs, RayResourcePool, RayWorkerGroup
 from echo_rollout import EchoRolloutWorker, make_batch
-from verl_ascend import registry
+from verl_ascend.core import registry
 from verl_ascend.patches import rollout_order
 
 P, N, W = {P}, {N}, {W}

@@ -3,16 +3,15 @@
 import types
 
 import pytest
+from subproc import clean_env, last_json, run_python
 
 from verl_ascend.patches import rollout_order
-
-from subproc import clean_env, last_json, run_python
 
 PROBE = """
 import json
 import verl.single_controller.ray.base as base
 import verl.experimental.agent_loop.agent_loop
-from verl_ascend import registry
+from verl_ascend.core import registry
 row = registry.summarize("rollout_order")["targets"]
 wrapped = getattr(base.func_generator, "__verl_ascend_patch__", None) == "rollout_order"
 print(json.dumps({"rows": {r["target"]: [r["state"], r["detail"]] for r in row}, "wrapped": wrapped}))

@@ -6,7 +6,6 @@ path of every release from 2.5.1 on (the double's default, modelled on 2.13.0) i
 """
 
 import pytest
-
 from subproc import clean_env, last_json, run_python
 
 pytestmark = pytest.mark.verl_agnostic
@@ -84,7 +83,7 @@ out["depth"] = depth()
 out["save"] = save_tensor()
 # A process that already hit the bug: the patch applied now unwinds the pile.
 out["before_repair"] = depth()
-from verl_ascend import registry
+from verl_ascend.core import registry
 from verl_ascend.patches import torch_npu_save
 outcome = registry.apply_to(torch_npu_save._STEP, "torch_npu", torch_npu)
 out.update(repaired_depth=depth(), state=outcome.state, detail=outcome.detail, save_after_repair=save_tensor())
@@ -141,7 +140,7 @@ def test_patch_keeps_depth_zero_after_failing_interleaved_concurrent_and_nested_
 
 def test_a_fixed_torch_npu_is_not_applicable_and_its_save_is_untouched():
     body = """
-from verl_ascend import registry
+from verl_ascend.core import registry
 row = [r for r in registry.summarize("torch_npu_save")["targets"] if r["target"] == "torch_npu"][0]
 print(json.dumps({"row": row, "failures": failing_saves(50), "depth": depth(), "save": save_tensor(),
                   "helper": hasattr(torch_npu.utils.serialization, "_get_npu_save_result")}))
@@ -157,7 +156,7 @@ def test_affected_torch_npu_is_detected_by_its_helper_without_saving_anything():
 calls = []
 orig = torch.serialization.save
 torch.serialization.save = lambda *a, **k: calls.append(1) or orig(*a, **k)
-from verl_ascend import registry
+from verl_ascend.core import registry
 from verl_ascend.patches import torch_npu_save
 outcome = registry.apply_to(torch_npu_save._STEP, "torch_npu", torch_npu)
 print(json.dumps({"state": outcome.state, "saves_during_detection": len(calls)}))

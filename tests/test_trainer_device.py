@@ -7,7 +7,7 @@ import json
 from omegaconf import OmegaConf
 import verl.utils.device as device
 from verl.trainer.ppo import ray_trainer
-from verl_ascend import registry
+from verl_ascend.core import registry
 config = OmegaConf.create({"trainer": {"device": "cuda"}})
 try:  # the real __init__ fails later on this bare config; what matters is what it was handed
     ray_trainer.RayPPOTrainer.__init__(object.__new__(ray_trainer.RayPPOTrainer), config,

@@ -1,7 +1,6 @@
 """patches/: every verl diff applies to the published source of its version, and a source tree with
 the diff applied behaves like the runtime patch with the plugin switched off (VERL_ASCEND=0)."""
 
-import json
 import os
 import shutil
 import subprocess
@@ -10,7 +9,7 @@ import pytest
 from subproc import FAKE_SITE, SUBPROC_SITE, clean_env, last_json, run_python
 from upstream_trees import apply, copy_tree, installed_version, verl_tree
 
-from verl_ascend.upstream import APPLIES, dry_run, load_diffs
+from verl_ascend.commands.patches import dry_run, load_diffs
 
 VERL_DIFFS = [d for d in load_diffs() if d.project == "verl"]
 

@@ -13,7 +13,7 @@ PROBE = """
 import json{prelude}
 import verl
 from verl.utils.device import get_device_name, get_nccl_backend
-from verl_ascend import registry, support
+from verl_ascend.core import registry, support
 try:
     backend = get_nccl_backend()
 except RuntimeError as exc:  # verl 0.5.0 raises on a CPU-only host

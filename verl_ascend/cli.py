@@ -1,25 +1,26 @@
 """``verl-ascend``: command-line entry. Parses arguments and hands over to the features.
 
-Each subcommand lives in its feature module, which provides ``register(subparsers)``; the
-subparser's ``func(args) -> int`` is the exit code (0 ok, 1 findings/warnings, 2 bad input).
+Each subcommand is one module in ``verl_ascend/commands/`` providing ``register(subparsers)``; the
+subparser's ``func(args) -> int`` is the exit code (0 ok, 1 warnings / problems found, 2 errors found
+or bad input; 130 after Ctrl-C).
 """
 
 import argparse
 import importlib
 import sys
 
-# (module, what it adds) — the order is the order of `verl-ascend --help`.
-COMMAND_MODULES = (
-    "verl_ascend.status",          # status
-    "verl_ascend.check.command",   # check RECIPE.sh
-    "verl_ascend.doctor",          # doctor
-    "verl_ascend.logs.command",    # logs LOGFILE...
-    "verl_ascend.diagnose.command",  # diagnose PATH...
-    "verl_ascend.ckpt.command",    # ckpt check DIR
-    "verl_ascend.convert.command",  # convert (also scripts/converter_hf_to_mcore.py)
-    "verl_ascend.data.command",    # gsm8k (also scripts/gsm8k.py)
-    "verl_ascend.upstream",        # patches check
-    "verl_ascend.rehearse.command",  # rehearse RECIPE.sh
+# Subcommand modules under verl_ascend/commands/, in the order of `verl-ascend --help`.
+COMMANDS = (
+    "status",    # what the plugin did in this environment
+    "check",     # check RECIPE.sh
+    "doctor",    # is this node ready
+    "logs",      # logs LOGFILE...
+    "diagnose",  # diagnose PATH...
+    "ckpt",      # ckpt check DIR
+    "convert",   # HF -> Megatron (also scripts/converter_hf_to_mcore.py)
+    "gsm8k",     # data (also scripts/gsm8k.py)
+    "patches",   # patches check: the upstream-ready diffs in patches/
+    "rehearse",  # rehearse RECIPE.sh on CPU
 )
 
 
@@ -34,14 +35,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"verl-ascend {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
-    for name in COMMAND_MODULES:
-        try:
-            module = importlib.import_module(name)
-        except ModuleNotFoundError as exc:
-            if exc.name and name.startswith(exc.name):  # feature not built yet
-                continue
-            raise
-        module.register(sub)
+    for name in COMMANDS:
+        importlib.import_module(f"verl_ascend.commands.{name}").register(sub)
     parser.subcommands = sub.choices  # name -> its parser, for errors in that subcommand's words
     return parser
 

@@ -3,6 +3,6 @@
 verl swallows exceptions from plugins at DEBUG level, so activation reports its own failures.
 """
 
-from ._bootstrap import activate
+from verl_ascend.core.activation import activate
 
 activate(source="entry-point")

@@ -14,7 +14,8 @@ from pathlib import Path
 
 from omegaconf import OmegaConf
 
-from .. import verl_install
+from verl_ascend.core import verl_install
+
 from .findings import ERROR, INFO, Finding
 
 # DAPO's additions to the PPO config. The reward part moved when recipes left verl (0.7.1):

@@ -12,7 +12,7 @@ def _verl_features() -> tuple:
     """(verl version, has auto_set_device, verl-ascend's trainer_device patch active here)."""
     import verl
 
-    from verl_ascend import registry
+    from verl_ascend.core import registry
 
     try:
         from verl.utils.device import auto_set_device  # noqa: F401

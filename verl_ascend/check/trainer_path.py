@@ -1,7 +1,8 @@
 """Which trainer loop a composed config runs on the installed verl, and what that loop needs here
-(facts from :mod:`verl_ascend.verl_install`: the installed verl's config and package metadata)."""
+(facts from :mod:`verl_ascend.core.verl_install`: the installed verl's config and package metadata)."""
 
-from .. import verl_install
+from verl_ascend.core import verl_install
+
 from .findings import INFO, WARNING, Finding
 from .layout import get
 

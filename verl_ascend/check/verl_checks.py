@@ -79,7 +79,7 @@ def raises_batched_tokens() -> bool:
     """Does the installed verl's vLLM server raise max_num_batched_tokens to max_model_len itself when
     chunked prefill is off (verl 0.9.1: ``vLLMHttpServer._validate_configs``)? Read from its source:
     the module imports vllm, which a checking machine need not have."""
-    from .. import verl_install
+    from verl_ascend.core import verl_install
 
     root = verl_install.package_dir()
     if root is None:

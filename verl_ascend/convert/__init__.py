@@ -1,6 +1,4 @@
 """HF -> Megatron-core distributed checkpoint conversion that runs on Ascend, GPU and CPU hosts.
 
-Importing this package is cheap (no torch); the work starts in ``command.main``.
+Importing this package is cheap (no torch); the command is ``verl_ascend.commands.convert``.
 """
-
-from .command import main  # noqa: F401

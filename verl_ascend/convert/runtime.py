@@ -1,6 +1,6 @@
 """Where a conversion runs: device, process group, Megatron parallel state.
 
-The device comes from the foundation's host detection (``verl_ascend.platform``), not from
+The device comes from the foundation's host detection (``verl_ascend.core.platform``), not from
 ``torch.cuda.is_available()``: on Ascend, MindSpeed's ``transfer_to_npu`` makes torch.cuda look
 available, which is why verl's own converter asks for NCCL there (seed 003 §5.1).
 """
@@ -9,7 +9,7 @@ import contextlib
 import datetime
 import os
 
-from .. import platform
+from verl_ascend.core import platform
 
 
 def choose_device() -> tuple:

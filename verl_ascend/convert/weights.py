@@ -16,7 +16,6 @@ import torch
 from .hf_source import ConvertError, HFCheckpoint
 from .model import is_expert, tensor_names
 
-
 _DTYPES = {"BF16": torch.bfloat16, "F16": torch.float16, "F32": torch.float32, "F64": torch.float64,
            "I64": torch.int64, "I32": torch.int32, "U8": torch.uint8, "BOOL": torch.bool}
 

@@ -36,7 +36,7 @@ def check_output(path: str, overwrite: bool) -> None:
 
 def record_verification(output_path: str, verification: dict) -> None:
     """Add how --verify / --verify_only went to the checkpoint's INFO_FILE (rank 0; rename, never half-written)."""
-    from .. import outfiles
+    from verl_ascend.core import outfiles
 
     path = os.path.join(output_path, INFO_FILE)
     try:

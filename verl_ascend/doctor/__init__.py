@@ -7,5 +7,3 @@ torch/torch_npu, CANN, versions, patch status), ``devices`` (npu-smi, hccn.conf)
 ``allreduce`` (the torchrun smoke test). Importing this package stays cheap: the CLI imports the
 checks only when the command runs.
 """
-
-from .command import register  # noqa: F401  (cli.COMMAND_MODULES lists this package)

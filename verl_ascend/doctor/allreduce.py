@@ -94,7 +94,7 @@ def _interface_report(env) -> list:
 
 def _choose_backend(requested: str):
     """(backend, device, problem)."""
-    from .. import platform
+    from verl_ascend.core import platform
 
     if requested == "gloo" or (requested == "auto" and not platform.is_ascend_host()):
         return "gloo", "cpu", ""

@@ -14,7 +14,8 @@ Remove when: verl probes a card it can see (e.g. the first of `npu-smi info -m`)
 import shutil
 import subprocess
 
-from .. import verl_install
+from verl_ascend.core import verl_install
+
 from .findings import error, ok, skip
 
 TIMEOUT = 20  # seconds per npu-smi call

@@ -4,7 +4,8 @@ import importlib.util
 import os
 import sys
 
-from .. import platform
+from verl_ascend.core import platform
+
 from .findings import error, ok, skip, warn
 
 CANN_VARS = ("ASCEND_TOOLKIT_HOME", "ASCEND_HOME_PATH")
@@ -144,7 +145,7 @@ def installed_versions() -> dict:
 
 
 def check_patches(report) -> list:
-    """Judge verl_ascend.status.collect()'s report."""
+    """Judge verl_ascend.commands.status.collect()'s report."""
     check = "plugin.patches"
     if not report["plugin"]["active"]:
         return [warn(check, "verl-ascend is switched off (VERL_ASCEND=0): no NPU fixes are applied",

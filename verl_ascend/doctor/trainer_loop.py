@@ -1,6 +1,7 @@
 """Can verl's default trainer loop start in this environment? (verl 0.9: the v1 TransferQueue loop)"""
 
-from .. import verl_install
+from verl_ascend.core import verl_install
+
 from .findings import error, ok, skip
 
 CHECK = "versions.trainer_loop"

@@ -92,7 +92,7 @@ def draw(parsed, out_path: str, title: str = "") -> list:
     fig.suptitle(title or ", ".join(os.path.basename(p) for p in parsed.files))
     fig.tight_layout()
     fmt = os.path.splitext(out_path)[1].lower().lstrip(".") or "png"
-    from .. import outfiles
+    from verl_ascend.core import outfiles
 
     try:
         with outfiles.atomic(out_path) as tmp:

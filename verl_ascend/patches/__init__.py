@@ -1,7 +1,8 @@
 """Every runtime patch verl-ascend applies, where it runs, and when it can go.
 
-Each module below holds one fix and documents it (Why / How / Upstream / Remove when); its
-``PATCH`` record names the modules whose import triggers it. Disable one with
+Each module (or package, with its private algorithm inside) below holds one fix and documents it (Why / How / Upstream / Remove when); its
+``PATCH`` record names the modules whose import triggers it, and ``verl_ascend.core.activation``
+lists the same names as strings, so start-up imports none of this code. Disable one with
 ``VERL_ASCEND_PATCHES=-name``, all with ``VERL_ASCEND=0``. ``verl-ascend status`` shows what
 happened to each in a process.
 
@@ -24,27 +25,3 @@ Only in a `verl-ascend rehearse` run (VERL_ASCEND_REHEARSE=1; verl_ascend/rehear
     rehearse_platform, rehearse_backend, rehearse_offload, rehearse_rollout   CPU platform, gloo
                       back-end string, FSDP2 offload without pinning, the `hf` rollout
 """
-
-import importlib
-
-PATCH_MODULES = (
-    "device",
-    "ckpt_validation",
-    "ray_runtime_env",
-    "trainer_device",
-    "torch_npu_save",
-    "tensordict_sync",
-    "mindspeed",
-    "rollout_order",
-)
-
-
-def all_patches() -> list:
-    records = []
-    for name in PATCH_MODULES:
-        module = importlib.import_module(f"{__name__}.{name}")
-        records.append(module.PATCH)
-    from ..rehearse.runtime import PATCHES as rehearsal  # inert outside a rehearsal
-
-    records.extend(rehearsal)
-    return records

@@ -24,9 +24,9 @@ Remove when: verl prefers a working torch_npu over CUDA in detection and reports
 import os
 import sys
 
-from .. import platform
-from ..registry import Patch
-from ._util import wrap
+from verl_ascend.core import platform
+from verl_ascend.core.marks import wrap
+from verl_ascend.core.registry import Patch
 
 NAME = "device"
 TARGET = "verl.utils.device"

@@ -40,9 +40,9 @@ import logging
 import sys
 import threading
 
-from .. import hooks, platform, registry
-from ..registry import Patch
-from ._util import wrap
+from verl_ascend.core import hooks, platform, registry
+from verl_ascend.core.marks import wrap
+from verl_ascend.core.registry import Patch
 
 NAME = "mindspeed"
 GATE = "verl"

@@ -12,8 +12,8 @@ Remove when: never; it is the plugin's own plumbing.
 
 import os
 
-from ..registry import Patch
-from ._util import wrap
+from verl_ascend.core.marks import wrap
+from verl_ascend.core.registry import Patch
 
 NAME = "ray_runtime_env"
 PREFIX = "VERL_ASCEND"

@@ -27,9 +27,9 @@ Remove when: supported vllm-ascend releases all restore ``torch.cuda.Event`` (>=
 import logging
 import sys
 
-from .. import platform
-from ..registry import Patch
-from ._util import wrap
+from verl_ascend.core import platform
+from verl_ascend.core.marks import wrap
+from verl_ascend.core.registry import Patch
 
 NAME = "tensordict_sync"
 TARGET = "verl"

@@ -25,9 +25,9 @@ Remove when: no supported stack can have an affected torch_npu (the patch then a
 import sys
 import threading
 
-from .. import hooks, platform, registry
-from ..registry import Patch
-from ._util import wrap
+from verl_ascend.core import hooks, platform, registry
+from verl_ascend.core.marks import wrap
+from verl_ascend.core.registry import Patch
 
 NAME = "torch_npu_save"
 GATE = "torch"

@@ -12,9 +12,9 @@ Remove when: verl 0.6.x is no longer supported.
 
 import logging
 
-from .. import platform
-from ..registry import Patch
-from ._util import wrap
+from verl_ascend.core import platform
+from verl_ascend.core.marks import wrap
+from verl_ascend.core.registry import Patch
 
 NAME = "trainer_device"
 TARGET = "verl.trainer.ppo.ray_trainer"

@@ -8,7 +8,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from ..argtypes import positive_int
+from verl_ascend.commands._args import positive_int
+
 from . import plan as plan_mod
 from .runtime import ENV
 

@@ -20,7 +20,7 @@ Remove when: verl ships a CPU platform and a CPU rollout.
 
 import os
 
-from ..registry import Patch
+from verl_ascend.core.registry import Patch
 
 ENV = "VERL_ASCEND_REHEARSE"
 NOT_REHEARSAL = f"not a rehearsal process ({ENV} unset)"
@@ -86,7 +86,7 @@ def _backend_probe(module):
 
 
 def _backend_apply(module):
-    from ..patches._util import wrap
+    from verl_ascend.core.marks import wrap
 
     def make(original):
         def init_process_group(*args, **kwargs):
@@ -111,7 +111,7 @@ def _offload_probe(module):
 
 
 def _offload_apply(module):
-    from ..patches._util import wrap
+    from verl_ascend.core.marks import wrap
 
     def make(original):
         def __init__(self, *args, **kwargs):

@@ -7,7 +7,7 @@ Why: verl repeats each prompt n times side by side and splits the batch by posit
     two places per trainer; changing one pairs responses with the wrong ground truth, and DAPO's
     positional ``batch[:traj_bsz]`` then cuts GRPO groups.
 How: at the two points where verl splits a generation batch across workers, the rows are put
-    into tiled order (sample 0 of every prompt, then sample 1, ...; ``verl_ascend.dispatch_order``)
+    into tiled order (sample 0 of every prompt, then sample 1, ...; ``verl_ascend.patches.rollout_order.order``)
     and the generated output is put back into the input's order, so the trainer, reward, union,
     DAPO truncation/filtering, balance_batch, advantage and PrefixGrouper see what they see today.
     Rows belong to the same prompt when they share ``uid`` (else ``input_ids``, ``raw_prompt_ids``
@@ -42,9 +42,10 @@ import inspect
 import logging
 import os
 
-from .. import dispatch_order, platform
-from ..registry import Patch
-from ._util import MARK, unwrap, wrap
+from verl_ascend.core import platform
+from verl_ascend.core.marks import MARK, unwrap, wrap
+from verl_ascend.core.registry import Patch
+from verl_ascend.patches.rollout_order import order as dispatch_order
 
 NAME = "rollout_order"
 AGENT_LOOP = "verl.experimental.agent_loop.agent_loop"

@@ -1,7 +1,7 @@
 """torch-facing side of the ``ckpt_validation`` patch: fast and skipping replacements, and probes.
 
 The replacements take torch's own metadata objects, hand plain tuples to
-``verl_ascend.shard_checks`` and answer in the form the installed torch uses. What that form is
+``verl_ascend.patches.ckpt_validation.shard_checks`` and answer in the form the installed torch uses. What that form is
 (``_validate_global_plan`` returns a bool or a list of messages; the volume check runs always or
 only for multi-rank plans) is learnt by calling the installed function on tiny layouts, never from
 the version number. Every replacement is also checked against the original on small layouts before
@@ -19,7 +19,7 @@ import math
 import sys
 import types
 
-from .. import shard_checks
+from verl_ascend.patches.ckpt_validation import shard_checks
 
 logger = logging.getLogger("verl_ascend")
 _skip_logged = set()
@@ -343,7 +343,7 @@ def check_read_replacement(original, replacement) -> None:
 def mark(replacement, original, tag: str, mode: str):
     """Make ``replacement`` look like ``original`` (name, doc, ``__wrapped__``) and tag it."""
     functools.update_wrapper(replacement, original)
-    setattr(replacement, "__verl_ascend_patch__", tag)
+    replacement.__verl_ascend_patch__ = tag
     replacement.verl_ascend_mode = mode
     return replacement
 

@@ -8,12 +8,11 @@ triggered it.
 
 import dataclasses
 import logging
-import os
 import threading
 import traceback
 from typing import Callable, Optional
 
-from . import hooks
+from verl_ascend.core import hooks, settings
 
 logger = logging.getLogger("verl_ascend")
 
@@ -62,13 +61,9 @@ _patches: dict[str, Patch] = {}
 _outcomes: dict[str, dict[str, Outcome]] = {}
 
 
-def disabled_names(environ=os.environ) -> set:
+def disabled_names(environ=None) -> set:
     """Names switched off by ``VERL_ASCEND_PATCHES=-a,-b`` (a bare name is accepted too)."""
-    raw = environ.get("VERL_ASCEND_PATCHES", "")
-    return {item.strip().lstrip("-") for item in raw.split(",") if item.strip()}
-
-
-_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+    return set(settings.get("VERL_ASCEND_PATCHES", environ))
 
 
 def _set_logging() -> None:
@@ -78,14 +73,8 @@ def _set_logging() -> None:
     handler.setFormatter(logging.Formatter("%(levelname)s verl-ascend: %(message)s"))
     logger.addHandler(handler)
     logger.propagate = False
-    raw = os.environ.get("VERL_ASCEND_LOG_LEVEL", "INFO")
-    level = raw.strip().upper()
-    if level not in _LEVELS:
-        logger.setLevel("INFO")
-        logger.warning("VERL_ASCEND_LOG_LEVEL=%r is not a logging level; using INFO (valid: %s)", raw,
-                       ", ".join(_LEVELS))
-        return
-    logger.setLevel(level)
+    logger.setLevel("INFO")  # so that a bad VERL_ASCEND_LOG_LEVEL's own warning is shown
+    logger.setLevel(settings.get("VERL_ASCEND_LOG_LEVEL"))
 
 
 def _warn_unknown(off: set) -> None:

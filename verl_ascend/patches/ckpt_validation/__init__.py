@@ -11,7 +11,7 @@ How: ``VERL_ASCEND_CKPT_VALIDATION`` picks the mode (default ``fast``, on any ho
     ``fast`` replaces ``validate_non_overlapping_shards_metadata`` (load side),
     ``default_planner._validate_global_plan`` (save side) and
     ``planner_helpers.create_read_items_for_chunk_list`` (load planning) with versions built on
-    ``verl_ascend.shard_checks``: same verdicts and the same overlap / out-of-bounds / volume
+    ``verl_ascend.patches.ckpt_validation.shard_checks``: same verdicts and the same overlap / out-of-bounds / volume
     errors, found by splitting chunks on their intervals dimension by dimension. The answer form
     of the installed torch (bool or list, when the volume check runs) is probed by calling it; each
     replacement is compared with torch's function on small layouts before it is installed.
@@ -31,9 +31,9 @@ Remove when: torch validates a ~50k-chunk expert stack in well under a second.
 
 import os
 
-from ..registry import Patch
-from . import _ckpt_validators as impl
-from ._util import MARK
+from verl_ascend.core.marks import MARK
+from verl_ascend.core.registry import Patch
+from verl_ascend.patches.ckpt_validation import validators as impl
 
 NAME = "ckpt_validation"
 ENV = "VERL_ASCEND_CKPT_VALIDATION"

@@ -6,7 +6,7 @@ import os
 import socket
 import sys
 
-from ..argtypes import positive_int
+from verl_ascend.commands._args import positive_int
 
 GROUPS = ("python", "torch", "cann", "npu", "network", "hccl", "env", "versions", "patches", "ray")
 DEFAULT_HCCN_CONF = "/etc/hccn.conf"
@@ -22,9 +22,9 @@ def _read(path):
 
 def diagnose(args, env=None) -> tuple:
     """(findings, context) for this node. Each group is a local read; `ray` may join the local head."""
-    from .. import platform
-    from ..check.profiles import PROFILES
-    from . import board_probe, cluster, devices, environment, known_good, network, ports, software, trainer_loop
+    from verl_ascend.check.profiles import PROFILES
+    from verl_ascend.core import platform
+    from verl_ascend.doctor import board_probe, cluster, devices, environment, known_good, network, ports, software, trainer_loop
 
     env = dict(os.environ if env is None else env)
     evidence = platform.ascend_evidence()
@@ -71,7 +71,7 @@ def diagnose(args, env=None) -> tuple:
                                      | {"torch_npu": platform.installed_version("torch-npu")})
         findings += trainer_loop.check()
     if "patches" not in skipped:
-        from .. import status
+        from verl_ascend.commands import status
 
         findings += software.check_patches(status.collect(import_targets=True))  # no import if torch fails
     if "ray" not in skipped:
@@ -88,7 +88,7 @@ def _basis(given, profile) -> str:
     if given:
         return "--npus-per-node"
     if profile:
-        from ..check.profiles import PROFILES
+        from verl_ascend.check.profiles import PROFILES
 
         p = PROFILES[profile]
         return f"{p.name} profile: {p.ranks_per_node} {p.rank_word}s per node"
@@ -104,7 +104,7 @@ def _groups(text: str) -> list:
 
 
 def _run(args) -> int:
-    from . import findings as F
+    from verl_ascend.doctor import findings as F
 
     if args.hccn_conf and not os.path.isfile(args.hccn_conf):
         print(f"verl-ascend doctor: --hccn-conf {args.hccn_conf}: no such file (omit it to use {DEFAULT_HCCN_CONF})",

@@ -5,7 +5,7 @@ import importlib
 import json
 import sys
 
-from . import _bootstrap, platform, registry
+from verl_ascend.core import activation, platform, registry, settings, support
 
 
 def _import_targets() -> dict:
@@ -32,7 +32,7 @@ def _device_answer() -> dict:
 
 
 def collect(import_targets: bool = True) -> dict:
-    active = _bootstrap.activate(source="status")
+    active = activation.activate(source="status")
     torch_error = platform.torch_import_problem()  # in a fresh interpreter: a failed import is final
     verl_error = f"import torch fails: {torch_error}" if torch_error else ""
     if not torch_error:
@@ -42,7 +42,7 @@ def collect(import_targets: bool = True) -> dict:
             verl_error = platform.describe(exc)
     import_errors = _import_targets() if (import_targets and active and not verl_error) else {}
     report = {
-        "plugin": {**_bootstrap.activation_info(), "version": _plugin_version()},
+        "plugin": {**activation.activation_info(), "version": _plugin_version()},
         "versions": {
             dist: platform.installed_version(dist) or None
             for dist in ("verl", "torch", "torch_npu", "ray", "tensordict", "megatron-core", "mindspeed")
@@ -53,12 +53,14 @@ def collect(import_targets: bool = True) -> dict:
         "device": _device_answer() if not verl_error else {},
         "patches": registry.snapshot(),
         "target_import_errors": import_errors,
+        "verl_support": support.verdict(),
+        "settings": settings.report(),
     }
     return report
 
 
 def _plugin_version() -> str:
-    from . import __version__
+    from verl_ascend import __version__
 
     return __version__
 
@@ -80,6 +82,9 @@ def render(report: dict) -> str:
         return "\n".join(lines)  # nothing below can be known without torch
     if report["verl_import_error"]:
         lines.append(f"import verl FAILED: {report['verl_import_error']}")
+    verdict = report.get("verl_support")
+    if verdict and not verdict["supported"]:
+        lines.append(f"verl {verdict['verl']} is outside the supported range ({support.SUPPORTED}): {verdict['reason']}")
     device = report["device"]
     if device:
         answer = f"{device.get('device')} / {device.get('backend')}"
@@ -93,6 +98,10 @@ def render(report: dict) -> str:
             lines.append(f"  {'':<{width}}    {where}: {row['state']}" + (f" ({row['detail']})" if row["detail"] else ""))
     for target, error in report["target_import_errors"].items():
         lines.append(f"  could not import {target}: {error}")
+    set_here = [row for row in report["settings"] if row["raw"] is not None]
+    lines.append("settings:" + ("" if set_here else " all defaults (see `verl-ascend status --json`)"))
+    for row in set_here:
+        lines.append(f"  {row['name']}={row['raw']}" + (f"  PROBLEM: {row['problem']}" if row["problem"] else ""))
     return "\n".join(lines)
 
 
@@ -105,7 +114,8 @@ def _run(args) -> int:
     else:
         print(render(report))
     failed = [p["name"] for p in report["patches"] if p["state"] in ("failed", "overridden")]
-    return 1 if failed or report["verl_import_error"] else 0
+    bad_settings = [row for row in report["settings"] if row["problem"]]
+    return 1 if failed or bad_settings or report["verl_import_error"] else 0
 
 
 def register(sub) -> None:

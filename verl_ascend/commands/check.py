@@ -26,7 +26,7 @@ def register(sub) -> None:
     p.add_argument("--verl-src", metavar="DIR", default=None,
                    help="verl source tree (with recipe/dapo) or verl-recipe checkout: compose DAPO's own config; "
                    "also exported to the script as VERL_SRC")
-    from .profiles import DEFAULT, PROFILES
+    from verl_ascend.check.profiles import DEFAULT, PROFILES
 
     p.add_argument("--device", choices=sorted(PROFILES), default=DEFAULT,
                    help="what one rank runs on: " + "; ".join(f"{k} = {v.title}" for k, v in PROFILES.items())
@@ -45,8 +45,8 @@ def main(args) -> int:
         if "=" not in item:
             print(f"verl-ascend check: --set {item!r} is not KEY=VALUE", file=sys.stderr)
             return 2
-    from .render import text
-    from .report import run_check
+    from verl_ascend.check.render import text
+    from verl_ascend.check.report import run_check
 
     try:
         report = run_check(args.recipe, args.sets, args.verl_src, device=args.device)

@@ -10,12 +10,12 @@ at registration.
 module, before any of its code runs (used to import a library's adaptor ahead of the library).
 """
 
-import importlib.util
+import _thread
 import sys
-import threading
-from importlib.abc import Loader, MetaPathFinder
 
-_lock = threading.RLock()
+# Imported by the .pth in every Python process: builtins only (importlib.abc alone costs ~20 ms via
+# importlib.resources); the finder and loader below follow the importlib protocols without its ABCs.
+_lock = _thread.RLock()
 _callbacks: dict[str, list] = {}
 _before: dict[str, list] = {}
 _resolving: set[str] = set()
@@ -28,7 +28,7 @@ def _run(fullname: str, module) -> None:
         callback(module)  # callbacks guard themselves; see registry.apply_to
 
 
-class _AlreadyImported(Loader):
+class _AlreadyImported:
     """Hands the import system a module that a before-import callback imported meanwhile.
 
     Without it the import in progress would execute the module a second time.
@@ -55,6 +55,8 @@ def _run_before(fullname: str):
     module = sys.modules.get(fullname) if pending else None
     if module is None:
         return None
+    import importlib.util
+
     spec = importlib.util.spec_from_loader(fullname, _AlreadyImported(module), is_package=hasattr(module, "__path__"))
     # The import system answers with the module's own __spec__ when the module appeared during the
     # search, and would then execute that spec again; lend it ours until exec_module gives it back.
@@ -62,7 +64,7 @@ def _run_before(fullname: str):
     return spec
 
 
-class _PostImportFinder(MetaPathFinder):
+class _PostImportFinder:
     def find_spec(self, fullname, path=None, target=None):
         if fullname in _before and fullname not in _resolving:
             spec = _run_before(fullname)
@@ -110,11 +112,18 @@ def install() -> None:
             sys.meta_path.insert(0, _finder)
 
 
+def _initializing(module) -> bool:
+    """True while the module's own code is still running (importlib marks its spec meanwhile)."""
+    return bool(getattr(getattr(module, "__spec__", None), "_initializing", False))
+
+
 def _register(table: dict, fullname: str, callback) -> None:
     install()
     with _lock:
         module = sys.modules.get(fullname)
-        if module is None:
+        # A module still executing (a package whose submodule's import triggered the activation) is
+        # not ready: its callbacks wait for the end of its exec_module, which the finder wrapped.
+        if module is None or (table is _callbacks and _initializing(module)):
             table.setdefault(fullname, []).append(callback)
             return
     callback(module)

@@ -32,7 +32,7 @@ try:
     import torch
     error = ""
 except BaseException as exc:
-    from verl_ascend.platform import describe
+    from verl_ascend.core.platform import describe
     error = describe(exc)
 print()
 print(json.dumps({"torch_import_error": error}))
@@ -44,7 +44,9 @@ class AscendRuntimeError(RuntimeError):
 
 
 def _forced() -> str:
-    return os.environ.get(DEVICE_ENV, "auto").strip().lower()
+    from verl_ascend.core import settings
+
+    return settings.get(DEVICE_ENV)
 
 
 def ascend_evidence() -> list:

@@ -5,7 +5,7 @@ import argparse
 
 def register(sub) -> None:
     # imported here so `verl-ascend --help` stays cheap; gsm8k itself imports datasets lazily too
-    from . import gsm8k
+    from verl_ascend.data import gsm8k
 
     parser = sub.add_parser("gsm8k", help="write gsm8k as verl's train/test parquet files",
                             description=gsm8k.DESCRIPTION, epilog=gsm8k.EXAMPLES,

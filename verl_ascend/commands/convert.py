@@ -83,7 +83,7 @@ def main(argv=None) -> int:
 
 def _alternative_layout(layout, ckpt, device):
     """A different split of the same world size for the --verify reload (or the same if none fits)."""
-    from .hf_source import ConvertError, Layout, check_layout
+    from verl_ascend.convert.hf_source import ConvertError, Layout, check_layout
 
     candidates = [Layout(layout.pp, layout.tp, layout.ep, layout.world),
                   Layout(layout.ep, layout.pp, 1, layout.world), Layout(1, layout.ep, 1, layout.world),
@@ -100,14 +100,14 @@ def _alternative_layout(layout, ckpt, device):
 
 
 def run(args) -> int:
-    from .. import platform
-    from .hf_source import ConvertError, Layout, check_layout, inspect
+    from verl_ascend.convert.hf_source import ConvertError, Layout, check_layout, inspect
+    from verl_ascend.core import platform
 
     try:
         ckpt = inspect(args.hf_model_path)
         layout = Layout(args.tp, args.pp, args.ep, int(os.environ.get("WORLD_SIZE", "1")))
         check_layout(ckpt, layout)
-        from . import runtime
+        from verl_ascend.convert import runtime
 
         device, backend = runtime.choose_device()
         check_layout(ckpt, layout, device)
@@ -116,7 +116,7 @@ def run(args) -> int:
                 raise ConvertError(f"--verify_only: {args.output_path!r} is not a Megatron dist checkpoint "
                                    "(no metadata.json). Fix: convert first, or pass the right --output_path.")
         else:
-            from .writer import check_output
+            from verl_ascend.convert.writer import check_output
 
             check_output(args.output_path, args.overwrite)
         return _run_checked(args, ckpt, layout, device, backend)
@@ -129,10 +129,10 @@ def _run_checked(args, ckpt, layout, device, backend) -> int:
     import torch.distributed as dist
     from tqdm import tqdm
 
-    from . import runtime
-    from .model import DTYPES
-    from .verify import VerifyError, verify
-    from .writer import INFO_FILE, convert, record_verification
+    from verl_ascend.convert import runtime
+    from verl_ascend.convert.model import DTYPES
+    from verl_ascend.convert.verify import VerifyError, verify
+    from verl_ascend.convert.writer import INFO_FILE, convert, record_verification
 
     runtime.init_distributed(device, backend)
     rank = dist.get_rank()

@@ -8,7 +8,7 @@ into the message (source checkouts report e.g. ``0.8.0.dev``). Tested range: ver
 import logging
 import sys
 
-from . import hooks
+from verl_ascend.core import hooks
 
 SUPPORTED = "0.6.1 to 0.9.x"
 logger = logging.getLogger("verl_ascend")

@@ -4,9 +4,9 @@ import csv
 import os
 import sys
 
-from .. import outfiles
-from ..argtypes import positive_int
-from . import health, parse, throughput
+from verl_ascend.commands._args import positive_int
+from verl_ascend.core import outfiles
+from verl_ascend.logs import health, parse, throughput
 
 SUMMARY_PHASES = ("gen", "old_log_prob", "ref", "update_actor", "update_critic", "reward", "adv", "testing", "save_checkpoint")
 
@@ -74,7 +74,7 @@ def _run(args) -> int:
     if missing:
         print(f"verl-ascend logs: no such file: {', '.join(missing)}", file=sys.stderr)
         return 2
-    from .plot import FORMATS
+    from verl_ascend.logs.plot import FORMATS
 
     for option, path in (("--csv", args.csv), ("--plot", args.plot)):
         why = path and outfiles.problem(option, path)
@@ -103,7 +103,7 @@ def _run(args) -> int:
         columns = write_csv(parsed, args.csv)
         print(f"wrote {args.csv}: {len(parsed.steps)} rows x {columns} columns")
     if args.plot:
-        from .plot import PlotUnavailable, draw
+        from verl_ascend.logs.plot import PlotUnavailable, draw
 
         try:
             panels = draw(parsed, args.plot)

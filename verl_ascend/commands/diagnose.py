@@ -2,7 +2,7 @@
 
 import sys
 
-from . import report, scan
+from verl_ascend.diagnose import report, scan
 
 
 def _progress(total, name):

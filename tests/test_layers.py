@@ -1,0 +1,113 @@
+"""The package's shape: imports only go downwards, the start-up table matches the patches, every
+patch and setting is documented where a user looks."""
+
+import ast
+import importlib
+import re
+from pathlib import Path
+
+import pytest
+
+PKG = Path(__file__).resolve().parents[1] / "verl_ascend"
+README = (PKG.parent / "README.md").read_text()
+
+# Low to high. A module may import its own layer and the ones below, never above.
+FEATURES = ("check", "ckpt", "convert", "data", "diagnose", "doctor", "logs", "rehearse")
+LAYERS = {"core": 0, "patches": 1, **{f: 2 for f in FEATURES}, "commands": 3, "cli": 4, "__main__": 4, "plugin": 4}
+
+
+def layer_of(module: str) -> int:
+    parts = module.split(".")
+    if parts[0] != "verl_ascend":
+        raise ValueError(module)
+    if len(parts) == 1:
+        return 0  # the package itself: a docstring and __version__
+    return LAYERS[parts[1]]
+
+
+def imported(module: str, source: str, is_package: bool) -> set:
+    """verl_ascend modules imported anywhere in ``source`` (function bodies included)."""
+    found = set()
+    here = module.split(".") if is_package else module.split(".")[:-1]
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            found |= {a.name for a in node.names if a.name.split(".")[0] == "verl_ascend"}
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = here[: len(here) - node.level + 1]
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module or ""
+            if target.split(".")[0] != "verl_ascend":
+                continue
+            found.add(target)
+            found |= {f"{target}.{a.name}" for a in node.names if (PKG.parent / f"{target}.{a.name}".replace(".", "/")).exists()
+                      or (PKG.parent / (f"{target}.{a.name}".replace(".", "/") + ".py")).exists()}
+    return found
+
+
+def violations(module: str, source: str, is_package: bool = False) -> list:
+    mine = layer_of(module)
+    return [f"{module} (layer {mine}) imports {other} (layer {layer_of(other)})"
+            for other in sorted(imported(module, source, is_package)) if layer_of(other) > mine]
+
+
+def all_modules():
+    for path in sorted(PKG.rglob("*.py")):
+        rel = path.relative_to(PKG.parent).with_suffix("")
+        parts = list(rel.parts)
+        is_package = parts[-1] == "__init__"
+        if is_package:
+            parts = parts[:-1]
+        yield ".".join(parts), path.read_text(), is_package
+
+
+def test_no_module_imports_a_higher_layer():
+    found = [v for m, src, pkg in all_modules() for v in violations(m, src, pkg)]
+    assert found == []
+
+
+def test_the_layer_check_catches_an_upward_import():
+    # the checker itself must be able to fail: core reaching into a feature, a patch into a command,
+    # relative and function-level forms included
+    assert violations("verl_ascend.core.platform", "def f():\n    from verl_ascend.check import rules\n")
+    assert violations("verl_ascend.patches.device", "from ..commands import status\n")
+    assert violations("verl_ascend.logs.parse", "import verl_ascend.commands.logs\n")
+    assert not violations("verl_ascend.commands.logs", "from verl_ascend.logs import parse\nfrom ..core import outfiles\n")
+
+
+def test_every_subpackage_has_a_layer():
+    packages = {p.name for p in PKG.iterdir() if p.is_dir() and (p / "__init__.py").exists()}
+    modules = {p.stem for p in PKG.glob("*.py")} - {"__init__"}
+    assert packages | modules <= set(LAYERS)
+
+
+def test_startup_table_matches_the_patch_records():
+    from verl_ascend.core import activation
+
+    records = activation.records()
+    assert [r.name for r in records] == list(activation.PATCHES)
+    for record in records:
+        module, targets = activation.PATCHES[record.name]
+        assert tuple(record.targets) == targets, record.name
+        assert importlib.import_module(module) is not None
+
+
+@pytest.mark.parametrize("name", [n for n in __import__("verl_ascend.core.activation", fromlist=["x"]).PATCHES])
+def test_every_patch_documents_why_how_upstream_and_removal(name):
+    from verl_ascend.core import activation
+
+    doc = importlib.import_module(activation.PATCHES[name][0]).__doc__ or ""
+    for part in ("Why:", "How:", "Upstream:", "Remove when:"):
+        assert part in doc, f"{name}: docstring lacks {part!r}"
+    if name.startswith("rehearse_"):
+        assert name in README  # listed under the rehearsal, not in the runtime table
+    else:
+        assert re.search(rf"^\| `{name}` \|", README, re.M), f"{name} has no row in README's patch table"
+
+
+def test_every_setting_is_in_the_readme_table():
+    from verl_ascend.core import settings
+
+    for setting in settings.TABLE:
+        assert re.search(rf"^\| `{setting.name}` \|", README, re.M), setting.name
