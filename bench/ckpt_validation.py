@@ -44,7 +44,7 @@ def layout(kind, param):
     if kind == "experts":
         layers = param
         size = (layers, 128, 3072, 4096)
-        boxes = [((l, e, k * 768, 0), (1, 1, 768, 4096)) for l in range(layers) for e in range(128) for k in range(4)]
+        boxes = [((layer, e, k * 768, 0), (1, 1, 768, 4096)) for layer in range(layers) for e in range(128) for k in range(4)]
     else:
         rows, cols = param
         size = (rows * 64, cols * 32)
@@ -85,7 +85,7 @@ def old_shard_check(shards):
 def old_plan_check(global_plan, metadata):
     """Bounds and volume per chunk, then each chunk against every later one; returns a bool."""
     good = True
-    for key, value in metadata.state_dict_metadata.items():
+    for value in metadata.state_dict_metadata.values():
         if isinstance(value, default_planner.BytesStorageMetadata) or len(value.size) == 0:
             continue
         chunks = value.chunks
@@ -178,7 +178,8 @@ def main(argv=None):
     }
     print(f"torch {torch.__version__}; installed _validate_global_plan: returns {contract['returns']}, "
           f"checks volume {contract['volume']}; --direct-limit {args.direct_limit:g}s")
-    header = f"{'layout':<8} {'side':<5} {'chunks':>7}  {'<=2.9 s':>12} {'installed s':>12} {'fast s':>8}  {'<=2.9/fast':>11} {'inst/fast':>10}"
+    header = (f"{'layout':<8} {'side':<5} {'chunks':>7}  {'<=2.9 s':>12} {'installed s':>12} {'fast s':>8}  "
+              f"{'<=2.9/fast':>11} {'inst/fast':>10}")
     rows, notes = [], []
     jobs = [(kind, side) for kind in SIZES for side in ("load", "save")]
     for kind, side in tqdm(jobs, desc="layouts", file=sys.stderr):

@@ -50,7 +50,7 @@ def run_ranks(mode, *scenarios, timeout=480):
 
 
 def test_fast_round_trips_thousands_of_chunks_and_still_rejects_overlaps():
-    for report, err in run_ranks("fast", "roundtrip", "overlap_load", "overlap_save"):
+    for report, _err in run_ranks("fast", "roundtrip", "overlap_load", "overlap_save"):
         assert report["load_check_mode"] == report["save_check_mode"] == "fast"
         assert report["saved_chunks"] == {"experts": 1024, "grid": 1024}
         assert report["roundtrip_exact"] and report["shards_compared"] == 768

@@ -132,7 +132,7 @@ def test_contract_is_probed_from_behaviour():
 
 def test_fast_is_fast_on_expert_stack():
     # 8 layers x 128 experts x 4 row blocks: torch's sweep compares ~n^2/4 pairs here.
-    chunks = [((l, e, k * 8, 0), (1, 1, 8, 16)) for l in range(8) for e in range(128) for k in range(4)]
+    chunks = [((layer, e, k * 8, 0), (1, 1, 8, 16)) for layer in range(8) for e in range(128) for k in range(4)]
     shards = _shards(chunks)
     import time
 

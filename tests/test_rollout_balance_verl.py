@@ -7,7 +7,8 @@ agent-loop worker, fewest requests sent). verl's class runs here over stand-in s
 """
 
 import numpy as np
-from test_rollout_balance_bench import LONG, SHORT, bench  # noqa: F401  (the bench module fixture)
+from test_rollout_balance_bench import LONG, SHORT
+from test_rollout_balance_bench import bench as bench  # noqa: F401  (re-used module fixture)
 
 
 def _verl_router(servers: int):

@@ -75,7 +75,7 @@ def misalignments(case) -> int:
     responses = merged.batch["responses"].tolist()
     columns = merged.non_tensor_batch
     bad = 0
-    for row, (p, (echoed, worker, pos)) in enumerate(zip(prompt, responses)):
+    for row, (p, (echoed, _worker, _pos)) in enumerate(zip(prompt, responses)):
         bad += echoed != p
         bad += columns["uid"][row] != f"uid-{p}"
         bad += columns["reward_model"][row]["ground_truth"] != f"gt-{echoed}"

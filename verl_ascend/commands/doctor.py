@@ -128,7 +128,8 @@ def register(sub) -> None:
         "1 when something needs attention, 2 on bad arguments.",
     )
     p.add_argument("--json", action="store_true", help="print findings as JSON (stable keys: schema, context, summary, findings)")
-    p.add_argument("--nnodes", type=positive_int, default=None, help="nodes the job will use (enables the multi-node judgements and the Ray resource check)")
+    p.add_argument("--nnodes", type=positive_int, default=None,
+                   help="nodes the job will use (enables the multi-node judgements and the Ray resource check)")
     p.add_argument("--npus-per-node", type=positive_int, default=None,
                    help="ranks per node (default: the detected platform's, 16 dies on an A3, 8 on A2/A5; 8 without npu-smi)")
     p.add_argument("--hccn-conf", default=None, metavar="PATH", help=f"device IP file (default {DEFAULT_HCCN_CONF})")

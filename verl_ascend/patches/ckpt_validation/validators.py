@@ -355,7 +355,7 @@ def rebind(attr: str, original, replacement) -> list:
     the already replaced attribute of the defining module. Returns the modules changed.
     """
     changed = []
-    for name, mod in list(sys.modules.items()):
+    for mod in list(sys.modules.values()):
         if not isinstance(mod, types.ModuleType):
             continue
         try:

@@ -27,9 +27,9 @@ if os.environ.get("FAKE_TORCH_NPU_BROKEN") == "1":
     # torch_npu/_C (2.13 reaches _C through utils -> npu before its own CANN hint can run).
     raise ImportError("libhccl.so: cannot open shared object file: No such file or directory")
 
-import torch
+import torch  # noqa: E402  (after the broken-CANN simulation above, as the real import order)
 
-from ._npu_names import NPU_ALL
+from ._npu_names import NPU_ALL  # noqa: E402
 
 __version__ = os.environ.get("FAKE_TORCH_NPU_VERSION", "2.13.0")
 
