@@ -8,8 +8,9 @@ from subproc import clean_env, last_json, run_python
 # Every registered patch is forced to raise, first in its probe, then (second run) in apply.
 FAULTS = """
 import json, sys
-from verl_ascend.core import registry
+from verl_ascend.core import activation, registry
 from verl_ascend.commands import status
+activation.activate(source="test")  # load the records now (the .pth only armed the triggers)
 mode = sys.argv[1]
 def boom(module):
     raise RuntimeError(f"injected fault in {mode}")
@@ -48,6 +49,7 @@ def test_every_patch_raising_leaves_verl_importable(mode):
 COUNT_APPLIES = """
 import json, collections
 from verl_ascend.core import activation, registry
+activation.activate(source="test")  # load the records now (the .pth only armed the triggers)
 calls = collections.Counter()
 for name in registry.names():
     patch = registry.get(name)

@@ -22,10 +22,15 @@ _resolving: set[str] = set()
 
 
 def _run(fullname: str, module) -> None:
-    with _lock:
-        pending = _callbacks.pop(fullname, [])
-    for callback in pending:
-        callback(module)  # callbacks guard themselves; see registry.apply_to
+    # A callback may register more for the same module (the activation, run from the first target
+    # to finish importing, installs the patches of that very target): run those too.
+    while True:
+        with _lock:
+            pending = _callbacks.pop(fullname, [])
+        if not pending:
+            return
+        for callback in pending:
+            callback(module)  # callbacks guard themselves; see registry.apply_to
 
 
 class _AlreadyImported:
