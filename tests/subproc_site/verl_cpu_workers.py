@@ -1,6 +1,6 @@
 """verl's Megatron workers built on CPU just far enough to make their TransformerConfig.
 
-Imported by the fresh interpreters of tests/test_mindspeed.py and tests/test_upstream_patches.py
+Imported by the fresh interpreters of tests/process/test_mindspeed.py and tests/upstream/test_upstream_patches.py
 (this folder is put on their PYTHONPATH). Nothing here imports verl or Megatron at import time:
 those tests control the import order (MindSpeed's adaptor must come before Megatron).
 """

@@ -7,7 +7,7 @@ title, cause, fix and the public threads / documents it was written from; ``orde
 before their symptoms (a socket timeout is usually the echo of a wrong NIC or a late rank).
 
 To add a message: append a Rule (and a family if it is a new cause), then a log excerpt of that
-shape to tests/fixtures/diagnose/ with its expected family in tests/test_diagnose.py.
+shape to tests/fixtures/diagnose/ with its expected family in tests/process/test_diagnose.py.
 """
 
 import dataclasses
@@ -262,7 +262,7 @@ EVIDENCE = {
     "tls": re.compile(r"TLS SWITCH \((\d)\)|tls switch\[(\d)\]"),
 }
 # What the scanner looks for in whole blocks before reading lines: every rule / evidence keyword
-# matches SCAN_REGEX or contains one of SCAN_LITERALS (tests/test_diagnose.py checks it). One regex
+# matches SCAN_REGEX or contains one of SCAN_LITERALS (tests/process/test_diagnose.py checks it). One regex
 # whose branches all start with an upper-case letter lets the regex engine skip most bytes with a
 # character test; the few keywords that start in lower case are found with bytes.find. A line they
 # select is then checked against each rule's own keywords and pattern.

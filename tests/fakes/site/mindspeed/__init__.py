@@ -16,7 +16,7 @@ Modules and the real files they model:
 ``args_utils``        -> ``mindspeed/args_utils.py`` (``get_mindspeed_args``, ``get_full_args``)
 ``core/megatron_basic/arguments_basic`` -> ``mindspeed/core/megatron_basic/arguments_basic.py``
                         (``transformer_config_init_wrapper``, ``transformer_config_init_subclass``)
-``tests/test_mindspeed_contract.py`` checks these against a real MindSpeed checkout.
+``tests/upstream/test_mindspeed_contract.py`` checks these against a real MindSpeed checkout.
 """
 
 import os

@@ -1,7 +1,7 @@
 """TEST DOUBLE of torch_npu (Ascend's PyTorch extension). Never shipped; see tests/fakes/README.md.
 
 What verl and verl-ascend touch, modelled on the real torch_npu 2.13.0 (``tests/real_torch_npu.py``
-fetches that wheel; ``tests/test_real_torch_npu.py`` compares this double with it):
+fetches that wheel; ``tests/process/test_real_torch_npu.py`` compares this double with it):
 - ``torch_npu/__init__.py``: sets ``TORCH_DEVICE_BACKEND_AUTOLOAD=0`` while it imports and puts the
   caller's value back in ``_autoload()`` (torch's ``torch.backends`` entry point, declared by the
   dist-info ``tests/subproc.py`` writes), so a failed import leaves the switch at 0;

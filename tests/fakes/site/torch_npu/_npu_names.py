@@ -1,7 +1,7 @@
 """The public names of the real ``torch_npu.npu`` (its ``__all__``), release 2.13.0.
 
 Names only: ``transfer_to_npu`` aliases exactly these onto ``torch.cuda``, so the double must offer
-the same set. ``tests/test_real_torch_npu.py`` checks this list against the wheel's
+the same set. ``tests/process/test_real_torch_npu.py`` checks this list against the wheel's
 ``torch_npu/npu/__init__.py``.
 """
 

@@ -7,7 +7,7 @@ Models two steps of the real ``_init()`` (torch_npu 2.13.0 ``contrib/transfer_to
 - ``torch._utils._get_available_device_type = _patch_get_available_device_type`` ('npu' when
   ``torch.npu.is_available()``), which modules that imported the old function by name do not see.
 The rest (device-string rewriting of torch functions, hccl for nccl, profiler, jit, the
-transformers/accelerate wrappers) is not modelled. ``tests/test_real_torch_npu.py`` checks both
+transformers/accelerate wrappers) is not modelled. ``tests/process/test_real_torch_npu.py`` checks both
 steps against the wheel's source.
 """
 

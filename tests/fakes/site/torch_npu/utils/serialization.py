@@ -16,7 +16,7 @@ again; overlapping saves capture and restore each other's closures; after about 
 ``nbytes()`` fails with RecursionError (Ascend/pytorch removed the swap on 2025-03-31, "Fix
 torch.save's bug in multi-thread"). Written here from that behaviour, not copied.
 
-``tests/test_real_torch_npu.py`` checks the functions each variant defines and what its
+``tests/process/test_real_torch_npu.py`` checks the functions each variant defines and what its
 ``_add_serialization_methods`` assigns against those two wheels.
 """
 

@@ -20,4 +20,4 @@ def test_off_ascend_all_three_are_not_applicable_with_the_reason():
         assert patch["state"] == "not applicable", patch
         assert "not an Ascend host" in patch["targets"][0]["detail"]
 
-# On an Ascend host: tests/test_tensordict_sync.py checks the same report from the measuring process.
+# On an Ascend host: tests/process/test_tensordict_sync.py checks the same report from the measuring process.

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-PKG = Path(__file__).resolve().parents[1] / "verl_ascend"
+PKG = Path(__file__).resolve().parents[2] / "verl_ascend"
 README = (PKG.parent / "README.md").read_text()
 
 # Low to high. A module may import its own layer and the ones below, never above.

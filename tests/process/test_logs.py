@@ -13,7 +13,7 @@ from subproc import clean_env, run_cli
 from verl_ascend.logs import parse, throughput
 
 pytestmark = pytest.mark.verl_agnostic
-FIXTURE = Path(__file__).parent / "fixtures" / "verl_steps.log"
+FIXTURE = Path(__file__).parents[1] / "fixtures" / "verl_steps.log"
 SEED_LINE = FIXTURE.read_text(encoding="utf-8").splitlines()[2]  # copied from seed 003 §3.3.2, ESC byte lost
 
 

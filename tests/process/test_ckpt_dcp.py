@@ -15,7 +15,7 @@ import pytest
 from subproc import clean_env
 
 pytestmark = pytest.mark.verl_agnostic
-RANKS = Path(__file__).with_name("dcp_ranks.py")
+RANKS = Path(__file__).parents[1] / "dcp_ranks.py"
 
 
 def _free_port() -> int:

@@ -212,7 +212,7 @@ PROBE_CASES = [(8, None), (1, None), (1, "0"), (1, "x"), (1, "5"), (3, "5"), (3,
 
 def test_board_probe_matches_the_installed_verl(monkeypatch):
     has_probe = board_probe.verl_probes_board()
-    monkeypatch.setenv("PATH", f"{os.path.dirname(__file__)}/fakes/bin{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setenv("PATH", f"{os.path.dirname(os.path.dirname(__file__))}/fakes/bin{os.pathsep}{os.environ['PATH']}")
     monkeypatch.delenv("FAKE_NPU_LAYOUT", raising=False)
     if not has_probe:  # verl 0.6.1: no get_npu_versions, so doctor must not judge it
         (f,) = board_probe.check({}, has_probe)

@@ -304,7 +304,7 @@ def test_trainer_loop_packages_follow_the_installed_verl(monkeypatch):
         assert finding.state == "ok"
 
 
-FAKE_SMI = Path(__file__).parent / "fakes" / "bin" / "npu-smi"
+FAKE_SMI = Path(__file__).parents[1] / "fakes" / "bin" / "npu-smi"
 
 # Two A3 cards in the shape of the real tables in vllm-ascend#2534 / #12980: `Chip  Phy-ID` header,
 # name Ascend910, second die with Power "-", then the process table (whose rows must not count).

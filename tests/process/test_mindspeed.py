@@ -2,7 +2,7 @@
 
 Fresh interpreters with the Ascend doubles (torch_npu; a ``mindspeed`` whose generation comes from
 ``FAKE_MINDSPEED_VERSION``: ``2.2`` has ``repatch`` and the TransformerConfig init wrapper, ``2.1``
-has neither; see tests/fakes/site/mindspeed and tests/test_mindspeed_contract.py), the real
+has neither; see tests/fakes/site/mindspeed and tests/upstream/test_mindspeed_contract.py), the real
 megatron-core, mbridge and the installed verl. The worker setup path runs as far as it can on CPU:
 engine workers (verl >= 0.8) through ``_init_device_mesh`` and ``_build_tf_config``; legacy workers
 (verl <= 0.7) through ``_init_hf_config_and_tf_config``. In both, a verl module that imports

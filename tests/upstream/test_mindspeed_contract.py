@@ -16,7 +16,7 @@ master, ...). The test finds the checkout's generation from its source (does the
 
 CI has no MindSpeed checkout (it is not on the package index: ``pip install mindspeed`` is a
 placeholder), so there the test is skipped with that reason; developers run it by hand, e.g.
-``VERL_ASCEND_MINDSPEED_SRC=~/src/MindSpeed dev/with-verl.sh 0.9.1 -- python -m pytest -q -rs tests/test_mindspeed_contract.py``.
+``VERL_ASCEND_MINDSPEED_SRC=~/src/MindSpeed dev/with-verl.sh 0.9.1 -- python -m pytest -q -rs tests/upstream/test_mindspeed_contract.py``.
 """
 
 import ast

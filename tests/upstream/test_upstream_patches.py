@@ -248,7 +248,7 @@ def patched_probe(patched_tree):
 
 def test_patched_source_gives_npu_like_the_runtime_patch(patched_probe):
     _diffs_for_installed("device")
-    # The runtime patch's answer in the same situation (tests/test_device.py::test_all_three_at_once);
+    # The runtime patch's answer in the same situation (tests/process/test_device.py::test_all_three_at_once);
     # stock verl answers cuda there (test_transfer_to_npu_without_plugin_reproduces_the_bug).
     assert (patched_probe["device"], patched_probe["backend"]) == ("npu", "hccl")
 
@@ -265,7 +265,7 @@ def test_patched_source_dispatches_tiled_like_the_runtime_patch(patched_probe):
     _diffs_for_installed("rollout_order")
     on, off = patched_probe["rollout"]["on"], patched_probe["rollout"]["off"]
     interleaved = [p for p in range(4) for _ in range(4)]
-    # Same dispatch as the runtime patch (rollout branch, tests/test_rollout_order_ray.py): every
+    # Same dispatch as the runtime patch (rollout branch, tests/process/test_rollout_order_ray.py): every
     # worker gets every prompt, 2 samples each; the trainer still sees interleaved, aligned rows.
     for path in ("agent_loop", "spmd"):
         assert on[path]["dispatch"] == {"0": [0, 1, 2, 3] * 2, "1": [0, 1, 2, 3] * 2}, path
@@ -296,9 +296,9 @@ def test_patched_source_splits_mindspeed_options_like_the_runtime_patch(patched_
 
 def test_patched_source_changes_nothing_without_ascend(patched_tree):
     # Stock verl's answer here comes from the installed verl with the plugin on, which off Ascend hosts
-    # changes nothing (tests/test_device.py::test_without_doubles_the_answer_is_verls_own); the same
+    # changes nothing (tests/process/test_device.py::test_without_doubles_the_answer_is_verls_own); the same
     # run shows the installed verl passes the supported-range probe. The stock answer in the Ascend
-    # situation (cuda) is tests/test_device.py::test_transfer_to_npu_without_plugin_reproduces_the_bug.
+    # situation (cuda) is tests/process/test_device.py::test_transfer_to_npu_without_plugin_reproduces_the_bug.
     _diffs_for_installed("device")
     patched = last_json(run_python(DEVICE_PROBE.format(prelude="", extra=""), env=_patched_env(patched_tree, fake_npu=False)))
     extra = "from verl_ascend import support\nout['support'] = support.verdict()"

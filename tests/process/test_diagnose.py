@@ -15,8 +15,8 @@ from subproc import run_cli
 from verl_ascend.diagnose import context, report, scan, table
 
 pytestmark = pytest.mark.verl_agnostic
-FIX = Path(__file__).parent / "fixtures" / "diagnose"
-STEPS_LOG = Path(__file__).parent / "fixtures" / "verl_steps.log"
+FIX = Path(__file__).parents[1] / "fixtures" / "diagnose"
+STEPS_LOG = Path(__file__).parents[1] / "fixtures" / "verl_steps.log"
 
 
 def diagnose(*paths):

@@ -49,7 +49,7 @@ def test_transfer_to_npu_without_plugin_reproduces_the_bug():
 
 def test_ascend_host_with_broken_torch_npu_and_autoload_off_raises_the_fix():
     # Only reachable with autoload off (torch_npu < 2.5 has no entry point): with it on, `import
-    # torch` fails first (tests/test_real_torch_npu.py, tests/test_broken_torch_npu.py).
+    # torch` fails first (tests/process/test_real_torch_npu.py, tests/process/test_broken_torch_npu.py).
     code = """
 import json, verl
 from verl_ascend.core import registry

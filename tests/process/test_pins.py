@@ -7,7 +7,7 @@ from pathlib import Path
 from packaging.version import Version
 from subproc import last_json, run_python
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def lower_bounds() -> dict:

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 from subproc import clean_env, run_cli, run_python
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 RECIPE = ROOT / "recipes" / "grpo_qwen2_5_7b_a2.sh"
 VERL = version("verl")
 SUPPORTED = not VERL.startswith(("0.6.", "0.7.", "0.8."))  # what the sources say is asserted below
