@@ -283,7 +283,8 @@ def test_exit_code_rules():
 
     assert exit_code([ok("a", "m"), skip("b", "m")]) == 0
     assert exit_code([ok("a", "m"), warn("b", "m", "f")]) == 1
-    assert exit_code([error("a", "m", "f")]) == 1
+    assert exit_code([error("a", "m", "f")]) == 2
+    assert exit_code([warn("a", "m", "f"), error("b", "m", "f")]) == 2
 
 
 def test_trainer_loop_packages_follow_the_installed_verl(monkeypatch):

@@ -125,7 +125,7 @@ def register(sub) -> None:
         "interfaces, limits, installed packages, the plugin's patches and, when its head runs here, the "
         "Ray cluster) and judges each item ok / warn / error with the fix; items that cannot be checked "
         "here (no NPU, no Ray) are listed as skipped. Contacts no other host. Exit 0 when all is well, "
-        "1 when something needs attention, 2 on bad arguments.",
+        "1 when a warning needs attention, 2 when an error was found (or on bad arguments).",
     )
     p.add_argument("--json", action="store_true", help="print findings as JSON (stable keys: schema, context, summary, findings)")
     p.add_argument("--nnodes", type=positive_int, default=None,

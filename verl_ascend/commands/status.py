@@ -115,7 +115,9 @@ def _run(args) -> int:
         print(render(report))
     failed = [p["name"] for p in report["patches"] if p["state"] in ("failed", "overridden")]
     bad_settings = [row for row in report["settings"] if row["problem"]]
-    return 1 if failed or bad_settings or report["verl_import_error"] else 0
+    if report["verl_import_error"]:
+        return 2  # nothing of verl runs here
+    return 1 if failed or bad_settings else 0
 
 
 def register(sub) -> None:
@@ -124,8 +126,8 @@ def register(sub) -> None:
         help="show versions, the detected device and every patch's state in this environment",
         description="Imports verl (and each patch's target module) in this process and reports what "
         "verl-ascend did: applied / not applicable (why) / disabled / failed (the exception). "
-        "Exit 1 when a patch failed, another package replaced what a patch installed (overridden), "
-        "or verl does not import.",
+        "Exit 1 when a patch failed, another package replaced what a patch installed (overridden), or a "
+        "VERL_ASCEND* setting is invalid; 2 when verl (or torch) does not import.",
     )
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.add_argument("--no-import", action="store_true", help="only import verl, not every patch target")

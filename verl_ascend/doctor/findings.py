@@ -41,8 +41,10 @@ def skip(check, message, fix=""):
 
 
 def exit_code(findings) -> int:
-    """0 all ok (or not checkable here), 1 warnings or errors found; 2 is left for bad input."""
-    return 1 if {f.state for f in findings} & {WARN, ERROR} else 0
+    """The one policy of every command (verl_ascend/cli.py): 0 all ok (or not checkable here), 1 warnings,
+    2 errors found (bad input is 2 as well, decided before any check runs)."""
+    states = {f.state for f in findings}
+    return 2 if ERROR in states else 1 if WARN in states else 0
 
 
 def counts(findings) -> dict:
