@@ -8,7 +8,6 @@ which. Hydra errors (an unknown key without ``+``, a bad value) come back as fin
 """
 
 import dataclasses
-import importlib.util
 import tempfile
 from pathlib import Path
 
@@ -65,10 +64,10 @@ class Composed:
 
 
 def verl_config_dir() -> Path:
-    spec = importlib.util.find_spec("verl")
-    if spec is None or not spec.submodule_search_locations:
+    root = verl_install.package_dir()
+    if root is None:
         raise RuntimeError("verl is not installed in this Python environment: install verl to check recipes")
-    return Path(list(spec.submodule_search_locations)[0]) / "trainer" / "config"
+    return root / "trainer" / "config"
 
 
 def dapo_layout(verl_cfg_dir: Path) -> str:

@@ -2,18 +2,13 @@
 
 import sys
 
+from verl_ascend.core import progress
 from verl_ascend.diagnose import report, scan
-
-
-def _progress(total, name):
-    from tqdm import tqdm
-
-    return tqdm(total=total, unit="B", unit_scale=True, desc=name, leave=False, disable=None, file=sys.stderr)
 
 
 def _run(args) -> int:
     try:
-        scanner = scan.scan(args.paths, None if args.json else _progress)
+        scanner = scan.scan(args.paths, None if args.json else progress.bytes_bar)
     except scan.BadInput as exc:
         print(f"verl-ascend diagnose: {exc}", file=sys.stderr)
         return 2

@@ -5,16 +5,10 @@ import os
 import sys
 
 from verl_ascend.commands._args import positive_int
-from verl_ascend.core import outfiles
+from verl_ascend.core import outfiles, progress
 from verl_ascend.logs import health, parse, throughput
 
 SUMMARY_PHASES = ("gen", "old_log_prob", "ref", "update_actor", "update_critic", "reward", "adv", "testing", "save_checkpoint")
-
-
-def _progress(total, name):
-    from tqdm import tqdm
-
-    return tqdm(total=total, unit="B", unit_scale=True, desc=name, leave=False, disable=None, file=sys.stderr)
 
 
 def write_csv(parsed, out_path: str) -> int:
@@ -85,7 +79,7 @@ def _run(args) -> int:
         print(f"verl-ascend logs: --plot {args.plot}: the file name must end in one of {', '.join(FORMATS)} "
               "(the format is taken from it)", file=sys.stderr)
         return 2
-    parsed = parse.parse_files(args.logfiles, _progress)
+    parsed = parse.parse_files(args.logfiles, progress.bytes_bar)
     if not parsed.steps:
         print(f"verl-ascend logs: no verl step lines ('step:N - key:value - ...') in {', '.join(args.logfiles)}"
               + (f"; {len(parsed.malformed)} malformed ones skipped" if parsed.malformed else "")
