@@ -4,8 +4,9 @@ HCCL fault in docs/field-reports.md#32b-hccl-error-code-4).
 Every rank contributes ``rank + 1``; the sum must be ``W (W + 1) / 2``. On NPU it runs HCCL and,
 like verl, a Gloo group beside it (with only HCCL_SOCKET_IFNAME set, Gloo's connectFullMesh
 failed: docs/field-reports.md#32b-hccl-error-code-9-and-gloo); on CPU it runs Gloo. Each rank
-prints one line; a failure prints the phase it happened in and what usually causes it there. Everything is bounded: the process-group
-timeout, and a watchdog that ends the rank if a call ignores that timeout.
+prints one line; a failure prints the phase it happened in and what usually causes it there.
+Everything is bounded: the process-group timeout, and a watchdog that ends the rank if a call
+ignores that timeout.
 
     torchrun --nnodes 2 --node_rank N --nproc_per_node 8 --master_addr HEAD --master_port 29500 \\
         scripts/hccl_check.py
