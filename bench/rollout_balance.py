@@ -4,7 +4,7 @@ Response-length model (a prompt's samples share its difficulty):
     length(i, j) = min(cap, floor + exp(m + s * (sqrt(rho) * a_i + sqrt(1 - rho) * e_ij)))
     a_i ~ N(0, 1) is prompt i's difficulty, e_ij ~ N(0, 1) the sample's own noise, rho the share of
     the log-variance that belongs to the prompt (default 0.5), cap = max_response_length = 4096.
-    floor, m and s are solved so that the model matches seed 003's step-1 log (Qwen3-235B GRPO on
+    floor, m and s are solved so that the model matches the step-1 log of docs/field-reports.md#235b-step-1-figures (Qwen3-235B GRPO on
     A2): mean 1329 tokens, 4.7% of responses clipped at 4096, min 227 (the expected minimum of the
     batch). The bench prints the simulated mean / max / min / clipped share next to the targets.
 
@@ -367,7 +367,7 @@ def main(argv=None) -> int:
             f"rho {rho}: stock {v['stock_max_over_mean']:.3f} tiled {v['tiled_max_over_mean']:.3f}"
             for rho, v in sweep[name].items()))
     seed, shape = SEED_PROMPT_SUMS, results["qwen3-235b"]["prompt_sums"]
-    print(f"\ncheck against seed 003 step 1 (global_seqlen: one prompt's 16 samples per part): per-prompt sums "
+    print(f"\ncheck against the field report's step 1 (global_seqlen: one prompt's 16 samples per part): per-prompt sums "
           f"max/mean {seed['max_over_mean']:.3f}, min/mean {seed['min_over_mean']:.3f}; model at rho={args.rho}: "
           f"{shape['max_over_mean']:.3f}, {shape['min_over_mean']:.3f}; at rho=0: "
           f"{sweep['qwen3-235b'][0.0]['prompt_sums']['max_over_mean']:.3f}, "

@@ -29,7 +29,7 @@ verl-ascend rehearse recipes/grpo_qwen2_5_7b_a2.sh --out "$out/rehearsal"
 step "4. gsm8k -> verl parquet from the sample shipped with verl-ascend (offline)"
 python scripts/gsm8k.py --sample --local_dir "$out/gsm8k"
 
-step "5. training-log analysis of a recorded A2 run (seed 003 step line + synthetic steps)"
+step "5. training-log analysis of a recorded A2 run (the field report's step line + synthetic steps)"
 # the fixture holds two deliberately malformed step lines: exit 1 (skipped lines) is expected here
 verl-ascend logs tests/fixtures/verl_steps.log --world-size 128 --csv "$out/steps.csv" --plot "$out/steps.png" \
   || [ $? -eq 1 ]

@@ -25,7 +25,7 @@ if [ "$HCCL_SOCKET_IFNAME" != "$GLOO_SOCKET_IFNAME" ]; then
 fi
 
 # Large models load and reshard for a long time before the first collective: the 120 s defaults
-# time out on 16 nodes (seed 003 uses 3600 s).
+# time out on 16 nodes (the 128-NPU run in docs/field-reports.md uses 3600 s).
 export HCCL_CONNECT_TIMEOUT=${HCCL_CONNECT_TIMEOUT:-3600}
 export HCCL_EXEC_TIMEOUT=${HCCL_EXEC_TIMEOUT:-3600}
 export HCCL_IF_BASE_PORT=${HCCL_IF_BASE_PORT:-64000}

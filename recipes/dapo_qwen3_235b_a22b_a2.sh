@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # DAPO on gsm8k, Qwen3-235B-A22B (MoE, 94 layers, 128 experts), 16 nodes x 8 Atlas 800T A2 (910B, 64 GB).
-# The parallel layout of the Qwen3-235B-on-A2 field guide: Megatron actor TP4 PP8 EP4, 11 layers on
+# The parallel layout of the Qwen3-235B-on-A2 field report (docs/field-reports.md): Megatron actor TP4 PP8 EP4, 11 layers on
 # the first and last pipeline stage (94 = 11 + 6 x 12 + 11), full recompute, parameter/optimizer
 # offload; vLLM rollout TP8 with expert parallel over TP x DP = 64 cards (2 replicas). DAPO:
 # decoupled clip (0.2/0.28), dynamic sampling (filter_groups on accuracy), token-level loss,

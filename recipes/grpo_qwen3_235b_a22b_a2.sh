@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # GRPO on gsm8k, Qwen3-235B-A22B (MoE, 94 layers, 128 experts), 16 nodes x 8 Atlas 800T A2 (910B, 64 GB).
-# The configuration of the Qwen3-235B-on-A2 field guide (128 NPUs, ~2800 s/step): Megatron actor
+# The configuration of the Qwen3-235B-on-A2 field report (docs/field-reports.md; 128 NPUs, ~2800 s/step): Megatron actor
 # TP4 PP8 EP4 with 11 layers on the first and last pipeline stage (94 = 11 + 6 x 12 + 11), full
 # recompute, parameter/optimizer offload; vLLM rollout TP8 with expert parallel over TP x DP = 64
 # cards (2 replicas). Overrides of verl's own ppo_megatron_trainer config only.

@@ -8,6 +8,6 @@ HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 source "$HERE/a2_env.sh"
 source "$HERE/ray_wait.sh"
 NNODES=${NNODES:-1}
-# Ray detects the head's NPUs itself (as in the field guide); workers declare theirs explicitly.
+# Ray detects the head's NPUs itself (as in the 128-NPU run of docs/field-reports.md); workers declare theirs explicitly.
 ray start --head --port "$RAY_PORT" --dashboard-host=0.0.0.0 --dashboard-port "$RAY_DASHBOARD_PORT"
 ray_wait_for_npus "$NNODES" "${RAY_WAIT_TIMEOUT:-900}"

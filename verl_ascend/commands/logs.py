@@ -114,7 +114,7 @@ def register(sub) -> None:
         help="turn verl's console step lines into a table, CSV, plots and tokens/card/s",
         description="Reads verl's per-step console lines ('step:N - key:value - ...', with or without Ray's "
         "'(TaskRunner pid=...)' prefix and colours) from one or more log files (later files win for repeated "
-        "steps), computes end-to-end / update / rollout tokens per card per second (seed 003's formulas), "
+        "steps), computes end-to-end / update / rollout tokens per card per second (the formulas in verl-ascend's docs/field-reports.md), "
         "prints the last step, and flags training-health problems with the step where each started (rollout/"
         "training probability mismatch, reward or response-length collapse, entropy blow-up, memory growth, "
         "throughput drop). Exit 0 ok, 1 when malformed step lines were skipped or a health flag was raised, "

@@ -2,7 +2,7 @@
 
 The device comes from the foundation's host detection (``verl_ascend.core.platform``), not from
 ``torch.cuda.is_available()``: on Ascend, MindSpeed's ``transfer_to_npu`` makes torch.cuda look
-available, which is why verl's own converter asks for NCCL there (seed 003 §5.1).
+available, which is why verl's own converter asks for NCCL there (docs/field-reports.md#235b-converter-picks-cuda).
 """
 
 import contextlib

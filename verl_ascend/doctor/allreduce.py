@@ -1,10 +1,12 @@
-"""The all-reduce smoke test of seed 000, run under torchrun on one node or many.
+"""An all-reduce smoke test, run under torchrun on one node or many (the test that located the
+HCCL fault in docs/field-reports.md#32b-hccl-error-code-4).
 
 Every rank contributes ``rank + 1``; the sum must be ``W (W + 1) / 2``. On NPU it runs HCCL and,
-like verl, a Gloo group beside it (seed 000: with only HCCL_SOCKET_IFNAME set, Gloo's
-connectFullMesh failed); on CPU it runs Gloo. Each rank prints one line; a failure prints the
-phase it happened in and what usually causes it there. Everything is bounded: the process-group
-timeout, and a watchdog that ends the rank if a call ignores that timeout.
+like verl, a Gloo group beside it (with only HCCL_SOCKET_IFNAME set, Gloo's connectFullMesh
+failed: docs/field-reports.md#32b-hccl-error-code-9-and-gloo); on CPU it runs Gloo. Each rank
+prints one line; a failure prints the phase it happened in and what usually causes it there.
+Everything is bounded: the process-group timeout, and a watchdog that ends the rank if a call
+ignores that timeout.
 
     torchrun --nnodes 2 --node_rank N --nproc_per_node 8 --master_addr HEAD --master_port 29500 \\
         scripts/hccl_check.py
@@ -30,10 +32,10 @@ def diagnose(phase: str, text: str, env, timeout: float) -> str:
     low = text.lower()
     if "connectfullmesh" in low:
         return ("Gloo could not connect all ranks: GLOO_SOCKET_IFNAME is unset or names another interface than "
-                "HCCL_SOCKET_IFNAME (seed 000). " + network.FIX_PAIR)
+                "HCCL_SOCKET_IFNAME (docs/field-reports.md). " + network.FIX_PAIR)
     if "error code is 4" in low or "error code is 9" in low or "ei0006" in low:
         return ("HCCL could not build its communicator: device IPs not mutually reachable or the host interface "
-                "is wrong (seed 000, codes 4 and 9). Check /etc/hccn.conf and `hccn_tool -i N -link -g`, "
+                "is wrong (docs/field-reports.md: codes 4 and 9). Check /etc/hccn.conf and `hccn_tool -i N -link -g`, "
                 "`-tls -g`, `-net_health -g` on every node; " + network.FIX_PAIR)
     if phase == "rendezvous" and ("refused" in low or "trying to connect" in low or "failed to connect" in low
                                    or "name or service" in low or "no route" in low):

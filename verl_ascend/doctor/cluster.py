@@ -87,7 +87,8 @@ def check_ray(address, how, local_ips, nnodes, npus_per_node, timeout=60.0, basi
     per_node = [(n["ip"], n["resources"].get("NPU", 0)) for n in alive]
     total = sum(count for _, count in per_node)
     shown = ", ".join(f"{ip}: {count:g} NPU" for ip, count in per_node)
-    fix_resources = "start every node with `ray start ... --resources='{\"NPU\": %d}'` (seed 003)" % npus_per_node
+    fix_resources = ("start every node with `ray start ... --resources='{\"NPU\": %d}'` "
+                     "(as the 128-NPU run in docs/field-reports.md does)" % npus_per_node)
     if nnodes:
         expected = nnodes * npus_per_node
         if len(alive) != nnodes or total != expected:

@@ -225,7 +225,7 @@ def check_hccn_conf(path, text, npu_count=None, ascend_host=False, profile=None)
     if text is None:
         if ascend_host:
             return [warn(check, f"{path} not found: device (RoCE) IPs are not configured, multi-node HCCL cannot connect",
-                         "configure each card with `hccn_tool -i N -ip -s address IP netmask MASK` (seed 000)")]
+                         "configure each card with `hccn_tool -i N -ip -s address IP netmask MASK` (docs/field-reports.md: HCCL error code 4)")]
         return [skip(check, f"{path} not found (not an Ascend node): device IPs not checked")]
     addresses, bad = parse_hccn_conf(text)
     if not addresses:

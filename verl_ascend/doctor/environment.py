@@ -1,12 +1,12 @@
 """Process settings a multi-node job depends on: HCCL timeouts, visible devices, Ray's device
-variable, and the open-file limit (seed 003's ray_start scripts set all of them)."""
+variable, and the open-file limit (the 128-NPU run in docs/field-reports.md#235b-cluster-start-up sets all of them)."""
 
 import resource
 
 from .findings import error, ok, warn
 
-HCCL_DEFAULT_CONNECT = 120  # seconds, per the HCCL error text quoted in seed 000
-RECOMMENDED_TIMEOUT = 3600  # what seed 003's 16-node recipe uses for both timeouts
+HCCL_DEFAULT_CONNECT = 120  # seconds, as HCCL's own EI0006 error text says (docs/field-reports.md#32b-hccl-error-code-9-and-gloo)
+RECOMMENDED_TIMEOUT = 3600  # what the 16-node run uses for both (docs/field-reports.md#235b-cluster-start-up)
 
 
 def _int_var(env, var):
@@ -33,7 +33,8 @@ def check_timeouts(env, nnodes=None) -> list:
             else:
                 found.append(warn(check, f"{var} unset: the CANN default is short for a large multi-node job, "
                                   "where ranks reach the first collective minutes apart (weight loading)",
-                                  f"export {var}={RECOMMENDED_TIMEOUT} on every node before `ray start` (seed 003)"))
+                                  f"export {var}={RECOMMENDED_TIMEOUT} on every node before `ray start` "
+                                  "(as the 128-NPU run in docs/field-reports.md does)"))
         elif value <= 0:
             found.append(error(check, f"{var}={value} must be a positive number of seconds", f"export {var}={RECOMMENDED_TIMEOUT}"))
         elif var == "HCCL_CONNECT_TIMEOUT" and value < HCCL_DEFAULT_CONNECT:
@@ -79,6 +80,6 @@ def check_nofile(limits=None) -> list:
         return [error(check, f"ulimit -n is {shown}: Ray workers, HCCL sockets and checkpoint shards run out of file handles",
                       "run `ulimit -n 32768` before `ray start` (raise the hard limit in /etc/security/limits.conf if needed)")]
     if soft != resource.RLIM_INFINITY and soft < 32768:
-        return [warn(check, f"ulimit -n is {shown}; seed 003's cluster scripts use 32768",
+        return [warn(check, f"ulimit -n is {shown}; the 128-NPU run in docs/field-reports.md uses 32768",
                      "run `ulimit -n 32768` before `ray start`")]
     return [ok(check, f"ulimit -n is {shown}")]

@@ -104,12 +104,12 @@ def check_socket_ifnames(env, interfaces, nnodes=None) -> list:
         else:
             found.append(warn(pair, "HCCL_SOCKET_IFNAME and GLOO_SOCKET_IFNAME are unset: HCCL and Gloo "
                               "pick a default interface, which can differ from the cluster network "
-                              "(seed 000: HCCL error code 9)", FIX_PAIR))
+                              "(docs/field-reports.md: HCCL error code 9)", FIX_PAIR))
         return found
     if bool(hccl) != bool(gloo):
         have, missing = ("HCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME") if hccl else ("GLOO_SOCKET_IFNAME", "HCCL_SOCKET_IFNAME")
         found.append(error(pair, f"{have} is set ({hccl or gloo!r}) but {missing} is not: "
-                           "the other library picks its own interface (seed 000: Gloo connectFullMesh failed)",
+                           "the other library picks its own interface (docs/field-reports.md: Gloo connectFullMesh failed)",
                            FIX_PAIR))
     if hccl:
         hsel = hccl_selected(hccl, names)

@@ -85,7 +85,7 @@ def check_cann(env, ascend_host, exists=os.path.isdir) -> list:
     paths = {os.path.realpath(p) for p in homes.values() if p}
     if len(paths) > 1:
         found.append(warn(check, f"ASCEND_TOOLKIT_HOME and ASCEND_HOME_PATH point at different toolkits: "
-                          f"{', '.join(sorted(paths))} (seed 000: leftovers of an older CANN)",
+                          f"{', '.join(sorted(paths))} (leftovers of an older CANN, as in docs/field-reports.md)",
                           "uninstall the old toolkit or source only one set_env.sh in a fresh shell"))
     home = next(p for p in homes.values() if p)
     libs = [p for p in env.get("LD_LIBRARY_PATH", "").split(":") if p]
@@ -112,7 +112,7 @@ def check_versions(versions, ascend_host) -> list:
         found.append(error("versions.tensordict", "tensordict is not installed (verl needs it)", "pip install 'tensordict>=0.10'"))
     elif (release(td) or (0, 0, 0)) < (0, 10, 0) and ascend_host:
         found.append(warn("versions.tensordict", f"tensordict {td}: its .to('cpu') does not synchronize NPU copies; "
-                          "seed 003 saw reward drop after step 50", "pip install tensordict==0.10.0"))
+                          "a 128-NPU run saw the reward drop after step 50 (docs/field-reports.md)", "pip install tensordict==0.10.0"))
     else:
         found.append(ok("versions.tensordict", f"tensordict {td}"))
     vllm, va = versions.get("vllm", ""), versions.get("vllm-ascend", "")

@@ -1,5 +1,6 @@
 """One figure (PNG, PDF or SVG) with the panels a GRPO run is watched by: reward, response length, time per phase,
-throughput per card (seed 003 had users drag logs into a web page for the first of these)."""
+throughput per card (the 235B field report had users load logs into a web page for the first of these;
+docs/field-reports.md#235b-throughput-formulas)."""
 
 import os
 

@@ -1,4 +1,4 @@
-"""Tokens per card per second, by the formulas of seed 003 §3.3.2:
+"""Tokens per card per second, by the formulas of docs/field-reports.md#235b-throughput-formulas:
 
     tps = (response_length/mean + prompt_length/mean) x global_batch_size x n / world_size / time
 

@@ -3,7 +3,7 @@
 Why: verl <= 0.8 computes ``is_cuda_available = torch.cuda.is_available()`` at import and lets CUDA
     win over NPU. ``torch_npu.contrib.transfer_to_npu`` (imported by MindSpeed's adaptor, hence by
     every Megatron path on Ascend) makes ``torch.cuda.is_available()`` True, so verl picks
-    ``cuda``/``nccl``/``GPU`` on an NPU host (seed 003 §5.1: users edit ``device.py`` by hand).
+    ``cuda``/``nccl``/``GPU`` on an NPU host (users edit ``device.py`` by hand: docs/field-reports.md#235b-converter-picks-cuda).
     verl 0.9 probes platforms in the order nvidia, huawei, amd and picks nvidia whenever an
     ``nvidia-smi`` binary exists, or silently when ``import torch_npu`` fails (CANN not sourced).
 How: on an Ascend host, right after ``verl.utils.device`` is imported: verl 0.9 gets

@@ -33,10 +33,10 @@ from verl_ascend.core.registry import Patch
 
 NAME = "tensordict_sync"
 TARGET = "verl"
-# Field reports: seed 003 §7.1 (rewards fall after ~50 steps with older tensordict on A2).
+# docs/field-reports.md#235b-reward-falls-after-step-50: rewards fell after ~50 steps with an older tensordict on A2.
 KNOWN_BAD_BELOW = (0, 10, 0)
 _EVENT_SYNC = "_sync_cuda_transfer"  # tensordict >= 0.12: the cuda branch waits on a torch.cuda.Event
-ADVICE = "pip install tensordict==0.10.0 (seed 003 §7.1)"
+ADVICE = "pip install tensordict==0.10.0 (docs/field-reports.md#235b-reward-falls-after-step-50)"
 logger = logging.getLogger("verl_ascend")
 
 

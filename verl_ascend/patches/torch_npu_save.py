@@ -6,7 +6,7 @@ Why: on the affected torch_npu builds, ``torch.save`` goes through a helper that
     unpicklable object, a full disk, Ray pickling a storage) leaves its closure behind and the next
     save wraps it again; two threads saving at once capture and restore each other's closures.
     Every ``nbytes()`` then walks the whole pile and, after about a thousand, fails with
-    RecursionError (seed 002 bug 1, MindSpeed-RL issue 1). Affected: torch_npu 2.1.0.post4-post11,
+    RecursionError (docs/field-reports.md#7b-recursionerror-while-saving; MindSpeed-RL issue 1). Affected: torch_npu 2.1.0.post4-post11,
     2.2.0, 2.3.1 up to post5, 2.4.0 up to post3, and 2.5.1/2.6.0 dev builds from before April 2025
     (Ascend/pytorch added the swap in January 2024 and removed it on 2025-03-31). Every release on
     the package index from 2.5.1 on is fixed, so the patch is inert on the stacks verl 0.6-0.9 use.

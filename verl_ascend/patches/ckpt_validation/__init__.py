@@ -2,9 +2,10 @@
 
 Why: torch validates checkpoint shard layouts with algorithms that are quadratic for Megatron MoE
     expert stacks: ~730 s per call for one ~48k-chunk expert key on torch <= 2.9, ~240 s on
-    2.10-2.14, twice per key per rank (UPSTREAM.md "Distributed-checkpoint validation"; verl issue
-    2860: a 10,480 s save). Users stub the checks out (seed 003 §6.1/6.2) and lose the protection
-    against overlapping or out-of-bounds shards; the usual ``return True`` stub breaks torch >= 2.10,
+    2.10-2.14, twice per key per rank (``bench/ckpt_validation.py``; verl issue 2860: a 10,480 s
+    save). Users stub the checks out (THUDM/slime PR 1342;
+    docs/field-reports.md#235b-checkpoint-checks-stubbed) and lose the protection against
+    overlapping or out-of-bounds shards; the usual ``return True`` stub breaks torch >= 2.10,
     whose ``_validate_global_plan`` returns a list of errors.
 How: ``VERL_ASCEND_CKPT_VALIDATION`` picks the mode (default ``fast``, on any host: the slowness is
     torch's, not Ascend's).

@@ -2,8 +2,8 @@
 
 Why: verl repeats each prompt n times side by side and splits the batch by position across rollout
     workers, so on the spmd path all n samples of a prompt run on one worker. A prompt with long answers makes that
-    worker the straggler, which on A2 ends in rollout / HCCL timeouts (seed 003 §7.2, verl issue
-    4115). The field fix, ``interleave=False`` in the trainers' ``repeat`` calls, must be made in
+    worker the straggler, which on A2 ends in rollout / HCCL timeouts (verl issue 4115;
+    docs/field-reports.md#235b-rollout-timeouts). The field fix, ``interleave=False`` in the trainers' ``repeat`` calls, must be made in
     two places per trainer; changing one pairs responses with the wrong ground truth, and DAPO's
     positional ``batch[:traj_bsz]`` then cuts GRPO groups.
 How: at the two points where verl splits a generation batch across workers, the rows are put
