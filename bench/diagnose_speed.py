@@ -9,7 +9,7 @@ diagnosis costs on top of just reading the file on this machine.
 
     python bench/diagnose_speed.py [--mb 200] [--keep PATH]
 
-Targets (issue 18): < 15 s and < 300 MB for 200 MB.
+Targets: < 15 s and < 300 MB for 200 MB.
 """
 
 import argparse

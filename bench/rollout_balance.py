@@ -14,7 +14,7 @@ the prompts' uids), cut into equal contiguous slices like ``DataProto.chunk(work
 response tokens per worker are summed. Printed: max/mean tokens per worker (1.0 = perfectly
 balanced; the slowest worker sets the step time), stock and tiled measured on the same draws, and
 their ratio. This positional model is verl 0.6.x's spmd rollout (``rollout.mode=sync``): each DP
-rank's engine generates exactly the slice it was handed. Bar (issue 14): tiled within 2 % of the
+rank's engine generates exactly the slice it was handed. Bar: tiled within 2 % of the
 floor below, and stock/tiled >= 1.2 on the Qwen3-235B shape.
 
 Request-level model (agent-loop rollout): the batch is still cut positionally, but into agent-loop
@@ -56,7 +56,7 @@ TARGET = {"mean": 1329.0, "max": 4096, "min": 227.0, "clipped": 0.047}
 # 128 contiguous parts = one prompt's 16 samples each (prompt + response tokens; prompt mean 84).
 SEED_PROMPT_SUMS = {"max_over_mean": 32712 / 22615.3, "min_over_mean": 13889 / 22615.3, "prompt_tokens": 84}
 SWEEP = (0.0, 0.25, 0.5, 0.75)
-GOAL = 1.05  # issue 3's target for the 235B shape; withdrawn by issue 14 (below the floor, see above)
+GOAL = 1.05  # a target once set for the 235B shape, withdrawn: it lies below the floor computed above
 FLOOR_SLACK = 1.02  # tiled within 2 % of the computed floor
 SPEEDUP_BAR = 1.2  # stock / tiled on the 235B shape, positional path
 GAIN_BAR = 1.05  # a path gets tiled by default when stock/tiled reaches this (smaller gains are within run noise)
@@ -358,9 +358,9 @@ def main(argv=None) -> int:
                   "tiled is the floor for any order chosen before generation")
         need = r["rho_needed"]
         if need["rho"] is None:
-            print(f"  issue 3's withdrawn target: no rho up to {RHO_GRID[-1]} brings tiled to {GOAL}")
+            print(f"  withdrawn 1.05 target: no rho up to {RHO_GRID[-1]} brings tiled to {GOAL}")
         else:
-            print(f"  issue 3's withdrawn target: tiled reaches {GOAL} from rho {need['rho']} (tiled {need['tiled_max_over_mean']:.3f}); "
+            print(f"  withdrawn 1.05 target: tiled reaches {GOAL} from rho {need['rho']} (tiled {need['tiled_max_over_mean']:.3f}); "
                   f"verl's per-prompt global_seqlen max/mean would then read "
                   f"{need['prompt_sums']['max_over_mean']:.3f} in stock order")
         print("  rho sweep (max/mean per worker):  " + "  ".join(

@@ -97,7 +97,7 @@ PLANTS = [
      "lengths", {f"{ARR}.rollout.max_model_len", "data.max_prompt_length", "data.max_response_length"}, "error"),
     ("pipeline", "grpo_qwen3_235b_a22b_a2.sh", {"LAST_STAGE_LAYERS": "10"}, [],
      "pipeline", {f"{ARR}.actor.megatron.override_transformer_config.num_layers_in_last_pipeline_stage"}, "error"),
-    # seed 003's `++ref...override_transformer_config.use_flash_attn` replaces the inherited dict
+    # the 235B field report's `++ref...override_transformer_config.use_flash_attn` replaces the inherited dict
     ("pipeline-ref", "grpo_qwen3_235b_a22b_a2.sh", {},
      [f"++{ARR}.ref.megatron.override_transformer_config.use_flash_attn=True"],
      "pipeline", {f"{ARR}.ref.megatron.pipeline_model_parallel_size"}, "error"),

@@ -1,4 +1,4 @@
-"""`verl-ascend logs` on a fixture holding seed 003's real step line plus synthetic steps."""
+"""`verl-ascend logs` on a fixture holding the 235B field report's real step line (docs/field-reports.md) plus synthetic steps."""
 
 import csv
 import os
@@ -14,7 +14,7 @@ from verl_ascend.logs import parse, throughput
 
 pytestmark = pytest.mark.verl_agnostic
 FIXTURE = Path(__file__).parents[1] / "fixtures" / "verl_steps.log"
-SEED_LINE = FIXTURE.read_text(encoding="utf-8").splitlines()[2]  # copied from seed 003 §3.3.2, ESC byte lost
+SEED_LINE = FIXTURE.read_text(encoding="utf-8").splitlines()[2]  # the 235B field report's step-1 line, ESC byte lost
 
 
 def test_seed_003_line_parses_to_its_values():
@@ -58,7 +58,7 @@ def test_fixture_steps_malformed_lines_counted_and_repeats_replaced(tmp_path):
 
 def test_throughput_matches_seed_003_formulas_by_hand():
     _, m = parse.parse_line(SEED_LINE)
-    # seed 003's recipe: train_batch_size 128, rollout.n 16, 16 nodes x 8 NPUs
+    # the 235B field report's recipe: train_batch_size 128, rollout.n 16, 16 nodes x 8 NPUs
     tokens = (1329.1591796875 + 84.296875) * 128 * 16
     assert tokens == m["perf/total_num_tokens"]  # verl logs exactly this numerator
     expected = {"throughput/e2e_tps": tokens / 128 / 2814.4491687440313,

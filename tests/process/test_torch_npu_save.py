@@ -1,4 +1,4 @@
-"""torch_npu's unsafe nbytes swap (seed 002 bug 1), reproduced with the torch_npu double, and fixed.
+"""torch_npu's unsafe nbytes swap (the 7B field report's RecursionError, docs/field-reports.md), reproduced with the torch_npu double, and fixed.
 
 Each case runs in a fresh interpreter with the Ascend doubles; torch only, no verl. The affected
 builds (``FAKE_TORCH_NPU_SAVE_BUG=1``, modelled on the 2.4.0 wheel) get the patch; the fixed save

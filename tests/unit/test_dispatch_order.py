@@ -64,6 +64,6 @@ def test_bad_value_names_it_and_the_fix():
 
 
 def test_batch_already_tiled_by_hand_is_left_alone():
-    # users who followed seed 003 §7.2 and set interleave=False in both repeats
+    # users who followed the 235B field report's rollout-timeout fix (docs/field-reports.md) and set interleave=False in both repeats
     keys = ["a", "b", "c"] * 4
     assert do.is_identity(do.tiled_permutation(keys))

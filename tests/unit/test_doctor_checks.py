@@ -139,7 +139,7 @@ def test_hccl_ifname_selection_rules():
     ("=eth0", "eth0", 2, {"network.socket_ifname_pair": "ok", "network.hccl_socket_ifname": "ok", "network.gloo_socket_ifname": "ok"}),
     ("", "", 2, {"network.socket_ifname_pair": "warn"}),
     ("", "", 1, {"network.socket_ifname_pair": "ok"}),
-    ("eth0", "", 2, {"network.socket_ifname_pair": "error", "network.hccl_socket_ifname": "ok"}),    # seed 000
+    ("eth0", "", 2, {"network.socket_ifname_pair": "error", "network.hccl_socket_ifname": "ok"}),    # the 32B field report's Gloo failure
     ("eth0", "eth1", 2, {"network.socket_ifname_pair": "error", "network.hccl_socket_ifname": "ok", "network.gloo_socket_ifname": "ok"}),
     ("eno0", "eno0", 2, {"network.socket_ifname_pair": "ok", "network.hccl_socket_ifname": "error", "network.gloo_socket_ifname": "error"}),
     ("bond2", "bond2", 2, {"network.socket_ifname_pair": "ok", "network.hccl_socket_ifname": "error", "network.gloo_socket_ifname": "error"}),

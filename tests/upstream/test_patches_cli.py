@@ -47,7 +47,7 @@ def test_patched_tree_reads_already_applied(version, tmp_path):
 
 @pytest.mark.verl_agnostic
 def test_half_applied_diff_does_not_apply(tmp_path):
-    # A tree someone hand-edited (seed 003: `is_cuda_available = False`): neither applies nor reverts.
+    # A tree someone hand-edited (as the 235B field report did: `is_cuda_available = False`): neither applies nor reverts.
     root = copy_tree("0.6.1", tmp_path)
     device = root / "verl" / "utils" / "device.py"
     device.write_text(device.read_text().replace("is_cuda_available = torch.cuda.is_available()", "is_cuda_available = False"))
