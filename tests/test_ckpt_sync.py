@@ -67,15 +67,15 @@ def cluster(tmp_path_factory):
     """Two nodes: (DIR, [(node spec, that node's folder)], ssh command)."""
     if os.geteuid() != 0:
         pytest.fail("the two-node test needs root (sshd and mount namespaces); CI runs as root")
-    sshd, rsync = _tool("sshd"), _tool("rsync")
-    assert rsync
+    sshd = _tool("sshd")
+    _tool("rsync")
     base = tmp_path_factory.mktemp("cluster")
     for name in ("client_key", "host_key"):
         subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(base / name)], check=True, timeout=60)
     (base / "authorized_keys").write_text((base / "client_key.pub").read_text())
     Path("/run/sshd").mkdir(exist_ok=True)  # sshd's privilege-separation folder (the package's service makes it)
-    ckpt = base / "ckpt"
-    ckpt.mkdir()
+    mnt = base / "mnt"  # each node's own folder is mounted here; DIR is below it, so a node may lack DIR
+    mnt.mkdir()
     nodes, procs = [], []
     try:
         for i, (user, addr) in enumerate((("root@", "127.0.0.1"), ("", "127.0.0.2"))):
@@ -86,14 +86,14 @@ def cluster(tmp_path_factory):
                             f"AuthorizedKeysFile {base / 'authorized_keys'}\nStrictModes no\nUsePAM no\n"
                             "PasswordAuthentication no\nKbdInteractiveAuthentication no\n"
                             "PermitRootLogin prohibit-password\nPrintMotd no\nLogLevel ERROR\n")
-            script = f"mount --bind {folder} {ckpt} && exec {sshd} -D -e -f {conf}"
+            script = f"mount --bind {folder} {mnt} && exec {sshd} -D -e -f {conf}"
             procs.append(subprocess.Popen(["unshare", "--mount", "--propagation", "private", "sh", "-c", script],
                                           stdout=subprocess.DEVNULL, stderr=log.open("w")))
             _wait_listening(addr, port, procs[-1], log)
             nodes.append((f"{user}{addr}:{port}", folder))
         ssh = (f"ssh -F /dev/null -i {base / 'client_key'} -o UserKnownHostsFile=/dev/null "
                "-o StrictHostKeyChecking=no -o LogLevel=ERROR")
-        yield str(ckpt), nodes, ssh
+        yield str(mnt / "run"), nodes, ssh
     finally:
         for proc in procs:
             proc.terminate()
@@ -121,11 +121,12 @@ def _state(folder):
 
 
 def place(saved, cluster):
-    """Non-shared storage after the save: node A has all but rank 1's shards, node B only those."""
-    _, [(_, a), (_, b)], _ = cluster
-    for folder in (a, b):  # empty the folders, keep them: they are the mount sources
-        for child in folder.iterdir():
-            shutil.rmtree(child) if child.is_dir() else child.unlink()
+    """Non-shared storage after the save: node A has all but rank 1's shards, node B only those.
+    Returns each node's DIR as seen from here."""
+    _, [(_, node_a), (_, node_b)], _ = cluster
+    a, b = node_a / "run", node_b / "run"
+    for folder in (a, b):
+        shutil.rmtree(folder, ignore_errors=True)
     for rel in _files(saved):
         dest = b if rel in SHARDS[1] else a
         (dest / rel).parent.mkdir(parents=True, exist_ok=True)
@@ -235,3 +236,16 @@ def test_a_failed_copy_leaves_whole_files_and_no_tracker(saved, cluster):
     assert f"{ACTOR}/extra/dist_ckpt/.metadata" not in landed
     # the completion file and the tracker come after the step's files: never on a node missing some
     assert "latest_checkpointed_iteration.txt" not in landed and f"{ACTOR}/ckpt_contents.json" not in landed
+
+
+def test_a_node_that_never_saved_gets_the_folder_and_a_missing_remote_python_is_named(saved, cluster):
+    a, b = place(saved, cluster)
+    shutil.rmtree(b)  # a replacement node: no DIR at all
+    proc = sync(cluster, "--all", "--remote-python", "/nonexistent/python")
+    # rsync made DIR and copied everything node A has (rank 1's shards were on the lost disk)
+    assert _state(b) == {rel: digest for rel, digest in _state(saved).items() if rel not in SHARDS[1]}
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    for spec, _ in cluster[1]:  # every node is named, with the fix
+        assert f"{spec}: ckpt check errors (exit 2)\n  ERROR {spec}: `/nonexistent/python -m verl_ascend ckpt " \
+               "check` gave no report" in proc.stdout
+    assert "fix: pass --remote-python" in proc.stdout

@@ -96,9 +96,9 @@ def make_plan(order: list, listings: dict, trackers: dict, everything: bool) -> 
                 plan[node].append((rel, src, size))
     good = [(int(text), node) for node, text in trackers.items() if text and text.isdigit() and int(text) in kept]
     if good:
-        value, src = max(good, key=lambda vn: (vn[0], -order.index(vn[1])))
+        _, src = max(good, key=lambda vn: (vn[0], -order.index(vn[1])))
         for node in order:
-            if trackers[node] != str(value):
+            if trackers[node] != trackers[src]:
                 plan[node].append((TRACKER, src, listings[src].get(TRACKER, 0)))
     for node, text in trackers.items():
         if text is not None and not (text.isdigit() and int(text) in kept):
@@ -114,8 +114,13 @@ def waves(files: list) -> list:
 
 
 def recheck(ssh, node, root, python, union, kept) -> dict:
-    """ckpt check on the node itself; a per-rank file that is on another node turns into one warning."""
-    code, report = nodes.remote_check(ssh, node, root, python)
+    """ckpt check on the node itself; a per-rank file that is on another node turns into one warning.
+    A node where the check cannot run is an error of that node; the other nodes are still checked."""
+    try:
+        code, report = nodes.remote_check(ssh, node, root, python)
+    except nodes.NodeError as exc:
+        return {"exit_code": 2, "check_exit_code": None,
+                "findings": [{"severity": "error", "path": str(node), "message": exc.message, "fix": exc.fix}]}
     findings, elsewhere = [], []
     for f in report.get("findings", []):
         rel = os.path.relpath(f["path"], root)
@@ -194,6 +199,9 @@ def _print(result: dict) -> None:
             if result["dry_run"]:
                 for f in files:
                     print(f"  {f['path']}  <- {f['from']}")
+    if not any(result["plan"].values()):
+        print("nothing to copy: every node holds the files a resume reads" + ("" if not result["skipped"] else
+                                                                              " (of the finished steps)"))
     for skip in result["skipped"]:
         step = skip["step"]
         print(f"skipped{'' if step is None else f' global_step_{step}'}: {skip['reason']}")
