@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 from subproc import clean_env, last_json, run_cli
-from test_ckpt_check import megatron_run
+from test_ckpt_check import fsdp_run, megatron_run
 from test_ckpt_dcp import run_ranks
 
 pytestmark = pytest.mark.verl_agnostic
@@ -120,7 +120,7 @@ def _state(folder):
     return {rel: hashlib.sha256((folder / rel).read_bytes()).hexdigest() for rel in _files(folder)}
 
 
-def place(saved, cluster):
+def place(saved, cluster, rank1=lambda rel: rel in SHARDS[1]):
     """Non-shared storage after the save: node A has all but rank 1's shards, node B only those.
     Returns each node's DIR as seen from here."""
     _, [(_, node_a), (_, node_b)], _ = cluster
@@ -128,7 +128,7 @@ def place(saved, cluster):
     for folder in (a, b):
         shutil.rmtree(folder, ignore_errors=True)
     for rel in _files(saved):
-        dest = b if rel in SHARDS[1] else a
+        dest = b if rank1(rel) else a
         (dest / rel).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(saved / rel, dest / rel)
     return a, b
@@ -249,3 +249,34 @@ def test_a_node_that_never_saved_gets_the_folder_and_a_missing_remote_python_is_
         assert f"{spec}: ckpt check errors (exit 2)\n  ERROR {spec}: `/nonexistent/python -m verl_ascend ckpt " \
                "check` gave no report" in proc.stdout
     assert "fix: pass --remote-python" in proc.stdout
+
+
+def test_fsdp_rank_files_stay_per_node_unless_all(tmp_path, cluster):
+    """FSDP: each rank loads only its own *_rank_R.pt (FSDPCheckpointManager.load_checkpoint), rank 0
+    writes fsdp_config.json and huggingface/; a step missing a rank's file on every node is skipped."""
+    saved = tmp_path / "fsdp"
+    actor = fsdp_run(saved, step=4, world=2)
+    (actor / "huggingface" / "config.json").write_text("{}")
+    a, b = place(saved, cluster, rank1=lambda rel: "_rank_1.pt" in rel)
+    (spec_a, _), (spec_b, _) = cluster[1]
+    rank = {r: {f"global_step_4/actor/{k}_world_size_2_rank_{r}.pt" for k in ("model", "optim", "extra_state")}
+            for r in (0, 1)}
+    plan = last_json(sync(cluster, "--dry-run", "--json"))["plan"]
+    assert {f["path"] for f in plan[spec_b]} == {"latest_checkpointed_iteration.txt", "global_step_4/data.pt",
+                                                 "global_step_4/actor/fsdp_config.json",
+                                                 "global_step_4/actor/huggingface/config.json"}
+    assert plan[spec_a] == []
+    everything = last_json(sync(cluster, "--dry-run", "--all", "--json"))["plan"]
+    assert {f["path"] for f in everything[spec_a]} == rank[1] and rank[0] <= {f["path"] for f in everything[spec_b]}
+    first = sync(cluster, "--json")
+    assert first.returncode == 1, first.stdout + first.stderr
+    for spec in (spec_a, spec_b):  # ckpt check's rank-files error, turned into "on other nodes only"
+        (warning,) = last_json(first)["nodes"][spec]["findings"]
+        assert warning["code"] == "shards_elsewhere"
+    assert sync(cluster, "--all").returncode == 0
+    assert _files(a) == _files(b) == _files(saved)
+    (b / "global_step_4" / "actor" / "optim_world_size_2_rank_1.pt").unlink()
+    (a / "global_step_4" / "actor" / "optim_world_size_2_rank_1.pt").unlink()
+    lost = last_json(sync(cluster, "--dry-run", "--json"))
+    assert lost["skipped"][0]["step"] == 4 and "1 per-rank files are on no node (e.g. optim_world_size_2_rank_1.pt)" \
+        in lost["skipped"][0]["reason"]
