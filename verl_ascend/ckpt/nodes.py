@@ -17,7 +17,8 @@ import re
 import shlex
 import subprocess
 
-_SPEC = re.compile(r"(?:(?P<user>[A-Za-z0-9_.][A-Za-z0-9_.-]*)@)?(?P<host>[A-Za-z0-9_][A-Za-z0-9_.-]*)(?::(?P<port>\d{1,5}))?")
+_SPEC = re.compile(r"(?:(?P<user>[A-Za-z0-9_.][A-Za-z0-9_.-]*)@)?(?P<host>[A-Za-z0-9_][A-Za-z0-9_.-]*)"
+                   r"(?::(?P<port>\d{1,5}))?")
 # BatchMode: never stop at a password prompt (the copy runs unattended); the rest turns a dead
 # host or link into an error in seconds instead of a hang.
 SSH_OPTIONS = ("-o", "BatchMode=yes", "-o", "ConnectTimeout=15", "-o", "ServerAliveInterval=15",
@@ -105,7 +106,8 @@ def copy(ssh: str, src: Node, dst: Node, root: str, rels: list, progress: bool) 
     """rsync ``rels`` (relative to root) from src to dst, run on src; raise NodeError naming both on failure."""
     mkdir = f"mkdir -p {shlex.quote(root)} && rsync"  # a node that never saved has no DIR yet
     # --ignore-times --whole-file: the plan already chose these files, send them whole
-    options = ["--links", "--perms", "--times", "--ignore-times", "--whole-file", "--no-partial", "--timeout=120", "--from0", "--files-from=-",
+    options = ["--links", "--perms", "--times", "--ignore-times", "--whole-file", "--no-partial", "--timeout=120",
+               "--from0", "--files-from=-",
                "-e", shlex.join([*shlex.split(ssh), *SSH_OPTIONS, *(["-p", dst.port] if dst.port else [])]),
                "--rsync-path", mkdir, *(["--info=progress2"] if progress else [])]
     script = f"cd {shlex.quote(root)} && rsync {shlex.join(options)} ./ {shlex.quote(dst.target + ':' + root + '/')}"

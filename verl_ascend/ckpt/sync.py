@@ -113,7 +113,7 @@ def waves(files: list) -> list:
             [f for f in files if PurePosixPath(f[0]).name in last], [f for f in files if f[0] == TRACKER]]
 
 
-def recheck(ssh, node, root, python, union, kept) -> dict:
+def recheck(ssh, node, root, python, union, kept, here) -> dict:
     """ckpt check on the node itself; a per-rank file that is on another node turns into one warning.
     A node where the check cannot run is an error of that node; the other nodes are still checked."""
     try:
@@ -130,10 +130,12 @@ def recheck(ssh, node, root, python, union, kept) -> dict:
             elsewhere.append(rel)
         else:
             findings.append(f)
-    if elsewhere:
+    if elsewhere:  # counted from the listings: an FSDP finding stands for all of a role's missing rank files
+        away = sorted(rel for rel in union - here
+                      if _SHARD.search(rel) and (m := _STEP.match(rel)) and int(m.group(1)) in kept)
         findings.append({"severity": "warning", "path": root, "code": "shards_elsewhere",
-                         "message": f"{len(elsewhere)} per-rank file(s) or shard(s) are on other nodes only (e.g. "
-                                    f"{elsewhere[0]}): enough if every rank resumes on the node that wrote its "
+                         "message": f"{len(away)} shard file(s) of the finished steps are on other nodes only (e.g. "
+                                    f"{(away or elsewhere)[0]}): enough if every rank resumes on the node that wrote its "
                                     "files; Megatron ranks also read replicated tensors from other ranks' shards",
                          "fix": "ckpt sync --all copies every shard to every node"})
     worst = max((_SEVERITY.get(f["severity"], 0) for f in findings), default=0)
@@ -175,7 +177,8 @@ def main(args) -> int:
                             nodes.copy(args.ssh, src, dst, root, rels, args.progress or sys.stderr.isatty())
             union = {rel for files in listings.values() for rel in files}  # the copies added no new name
             for dst in order:
-                result["nodes"][str(dst)] = recheck(args.ssh, dst, root, args.remote_python, union, kept)
+                here = set(listings[dst]) | {rel for rel, _, _ in plan[dst]}
+                result["nodes"][str(dst)] = recheck(args.ssh, dst, root, args.remote_python, union, kept, here)
     except nodes.NodeError as exc:
         say(f"{exc}\n  fix: {exc.fix}")
         result["exit_code"] = 2
