@@ -1,9 +1,11 @@
 """`verl-ascend ckpt sync` between two nodes on this machine, over real ssh and rsync.
 
 Each node is a real sshd (openssh-server) on its own loopback address and port, started in its own
-mount namespace (util-linux ``unshare --mount``) in which that node's folder is bind-mounted at DIR:
-both nodes see their checkpoint at the same absolute path, as on a cluster with local disks, and the
-command reaches them as it would reach hosts (``root@127.0.0.1:PORT``). Nothing leaves the machine.
+mount namespace (util-linux ``unshare --mount``) in which that node's folder is bind-mounted at DIR's
+parent: both nodes see their checkpoint at the same absolute path, as on a cluster with local disks
+(and a node may lack DIR), and the command reaches them as it would reach hosts
+(``root@127.0.0.1:PORT``, ``127.0.0.2:PORT``). Nothing leaves the machine. Needs root (sshd, mounts),
+as CI has; dev/with-verl.sh installs openssh-server and rsync.
 
 The checkpoint is real: two gloo ranks write every dist_ckpt with torch's DCP writer
 (tests/dcp_ranks.py), rank 0's files are added as MegatronCheckpointManager writes them
@@ -87,8 +89,9 @@ def cluster(tmp_path_factory):
                             "PasswordAuthentication no\nKbdInteractiveAuthentication no\n"
                             "PermitRootLogin prohibit-password\nPrintMotd no\nLogLevel ERROR\n")
             script = f"mount --bind {folder} {mnt} && exec {sshd} -D -e -f {conf}"
-            procs.append(subprocess.Popen(["unshare", "--mount", "--propagation", "private", "sh", "-c", script],
-                                          stdout=subprocess.DEVNULL, stderr=log.open("w")))
+            with log.open("w") as err:  # sshd keeps its own copy of the descriptor
+                procs.append(subprocess.Popen(["unshare", "--mount", "--propagation", "private", "sh", "-c", script],
+                                              stdout=subprocess.DEVNULL, stderr=err))
             _wait_listening(addr, port, procs[-1], log)
             nodes.append((f"{user}{addr}:{port}", folder))
         ssh = (f"ssh -F /dev/null -i {base / 'client_key'} -o UserKnownHostsFile=/dev/null "
