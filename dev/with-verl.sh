@@ -26,13 +26,19 @@ export PIP_DISABLE_PIP_VERSION_CHECK=1
 quiet_pip() {  # pip, minus this machine's noise about absent local index folders
   "$@" 2> >(grep -v "^WARNING: Location 'file:" >&2)
 }
-# `verl-ascend check` runs recipes only inside bubblewrap (+ util-linux unshare): the tests need it.
-if ! command -v bwrap >/dev/null; then
+# System tools the tests need: `verl-ascend check` runs recipes only inside bubblewrap (+ util-linux
+# unshare); `ckpt sync`'s tests run real sshd nodes (openssh-server) and copy with rsync.
+missing=()
+command -v bwrap >/dev/null || missing+=(bubblewrap)
+{ command -v sshd >/dev/null || [ -x /usr/sbin/sshd ]; } || missing+=(openssh-server)
+command -v ssh >/dev/null || missing+=(openssh-client)
+command -v rsync >/dev/null || missing+=(rsync)
+if [ ${#missing[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
-    echo "== installing bubblewrap (needed by verl-ascend check's sandbox)"
-    apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap >/dev/null
+    echo "== installing ${missing[*]} (check's sandbox, ckpt sync's test nodes)"
+    apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
   else
-    echo "bubblewrap (bwrap) is not installed: apt install bubblewrap / yum install bubblewrap" >&2; exit 2
+    echo "not installed: ${missing[*]}: apt install ${missing[*]} / yum install ${missing[*]}" >&2; exit 2
   fi
 fi
 status=0

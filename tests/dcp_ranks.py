@@ -3,7 +3,9 @@
 Usage: RANK=.. WORLD_SIZE=2 MASTER_ADDR=.. MASTER_PORT=.. python dcp_ranks.py CKPT_DIR SCENARIO...
 Scenarios: roundtrip (save thousands of chunks, load them in another layout, compare exactly),
 overlap_load (ShardedTensor whose shards overlap, same total volume), overlap_save (a save plan
-whose chunks overlap, same total volume). Prints one JSON line with what happened.
+whose chunks overlap, same total volume), megatron (the three dist_ckpt folders of a Megatron role,
+model/ optimizer/ extra/, each rank writing its own __R_0.distcp and rank 0 the .metadata, as on
+non-shared storage the files split by node). Prints one JSON line with what happened.
 Nothing here touches verl_ascend: the patch must come from the installed .pth.
 """
 
@@ -121,6 +123,11 @@ def main():
         out["overlap_save_error"] = error_of(
             lambda: dcp.save(state, checkpoint_id=f"{ckpt}/overlap", planner=OverlappingPlanner())
         )
+    if "megatron" in scenarios:
+        for part in ("model", "optimizer", "extra"):
+            state = {"grid": sharded("grid", GRID, (4, 4), rank, world, fill=True)[0]}
+            dcp.save(state, checkpoint_id=f"{ckpt}/{part}/dist_ckpt")
+        out["megatron"] = True
     dist.barrier()
     dist.destroy_process_group()
     print(json.dumps(out), flush=True)

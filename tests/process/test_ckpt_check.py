@@ -11,23 +11,25 @@ from subproc import ROOT, clean_env, last_json, run_cli
 MODEL = {"decoder.layers.0.mlp.weight": (64, 32), "decoder.layers.1.mlp.weight": (64, 32), "embedding.weight": (128, 32)}
 
 
-def _dist_ckpt(folder, sharding="dp_reshardable"):
-    """A Megatron torch_dist folder: DCP shards + .metadata (torch), metadata.json and common.pt (Megatron)."""
+def _dist_ckpt(folder, sharding="dp_reshardable", save=True):
+    """A Megatron torch_dist folder: DCP shards + .metadata (torch), metadata.json and common.pt (Megatron).
+    save=False: the DCP files are already there (written by several ranks, tests/dcp_ranks.py)."""
     import torch.distributed.checkpoint as dcp
 
-    folder.mkdir(parents=True)
-    state = {k: torch.randn(*shape) for k, shape in MODEL.items()}
-    dcp.save(state, checkpoint_id=str(folder), no_dist=True)
+    if save:
+        folder.mkdir(parents=True)
+        state = {k: torch.randn(*shape) for k, shape in MODEL.items()}
+        dcp.save(state, checkpoint_id=str(folder), no_dist=True)
     (folder / "metadata.json").write_text(json.dumps({"sharded_backend": "torch_dist", "sharded_backend_version": 1,
                                                       "common_backend": "torch", "common_backend_version": 1}))
     torch.save({"content_metadata": {"distrib_optim_sharding_type": sharding}}, folder / "common.pt")
 
 
-def megatron_run(root, step=10, world=16, tp=2, pp=1, ep=1, moe=False, sharding="dp_reshardable"):
+def megatron_run(root, step=10, world=16, tp=2, pp=1, ep=1, moe=False, sharding="dp_reshardable", save=True):
     """trainer.default_local_dir after one save of a Megatron actor (MegatronCheckpointManager's files)."""
     actor = root / f"global_step_{step}" / "actor"
     for part in ("model", "optimizer", "extra"):
-        _dist_ckpt(actor / part / "dist_ckpt", sharding)
+        _dist_ckpt(actor / part / "dist_ckpt", sharding, save)
     (actor / "model" / "huggingface").mkdir()
     (actor / "model" / "huggingface" / "config.json").write_text("{}")
     (actor / "transformer_config.json").write_text(json.dumps(

@@ -24,9 +24,11 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
-def run_ranks(mode, *scenarios, timeout=480):
+def run_ranks(mode, *scenarios, timeout=480, folder=None):
+    """Both ranks' JSON reports; the files go to a temp folder, or stay in ``folder`` if given."""
     port = _free_port()
     with tempfile.TemporaryDirectory(prefix="va-dcp-") as ckpt:
+        ckpt = str(folder or ckpt)
         procs = [
             subprocess.Popen(
                 [sys.executable, str(RANKS), ckpt, *scenarios],

@@ -1,0 +1,217 @@
+"""`verl-ascend ckpt sync DIR --nodes NODE...`: give every node what a resume reads, without shared storage.
+
+What a resume reads, from verl 0.9's code (the file list below follows it):
+
+* ``DIR/latest_checkpointed_iteration.txt``: written by the driver (``RayPPOTrainer._save_checkpoint``
+  in ``verl/trainer/ppo/ray_trainer.py``, ``trainer/ppo/v1/trainer_base.py`` the same), or by rank 0
+  in ``MegatronCheckpointManager._finalize_save`` with async save; read by
+  ``find_latest_ckpt_path`` (``verl/utils/checkpoint/checkpoint_manager.py``) on resume_mode=auto.
+* ``global_step_N/data.pt`` and, in the async trainer modes, ``global_step_N/transfer_queue/``:
+  written and read by the driver (``_save_checkpoint`` / ``_load_checkpoint``).
+* Megatron role folders (``megatron_checkpoint_manager.py``, ``save_checkpoint``): rank 0 alone
+  writes ``ckpt_contents.json`` (``_write_checkpoint_manifest``, last), ``transformer_config.json``
+  (``_save_transformer_config``) and ``model/huggingface/`` (``_save_hf_config_and_tokenizer``,
+  the bridge export); in each ``*/dist_ckpt/`` torch's coordinator writes ``.metadata`` and Megatron's
+  rank 0 ``common.pt`` and ``metadata.json``, while every rank writes its own ``__R_I.distcp``
+  (torch ``FileSystemWriter``).
+* FSDP role folders (``fsdp_checkpoint_manager.py``, ``save_checkpoint``): each rank writes
+  ``{model,optim,extra_state}_world_size_W_rank_R.pt``; rank 0 ``fsdp_config.json``,
+  ``lora_train_meta.json`` and ``huggingface/``.
+
+So the rule is: in a finished step folder, every file that is not a per-rank shard is written on one
+node and read on all of them: copy it everywhere. Shards (``__R_I.distcp``, ``*_rank_R.pt``,
+Megatron's legacy ``mp_rank_*``) are copied with ``--all``, and always to a node whose copy is
+shorter than another's (a cut-off earlier copy). A step is finished when every role folder in it has
+its completion file on some node: ``ckpt_contents.json`` (Megatron, written last) or
+``fsdp_config.json`` with every rank's files (FSDP); other steps are skipped and named. Per
+destination the copy goes in three waves: step files, then the completion files, then the tracker,
+so a node never points at a step that is not complete there, even if a copy fails midway.
+"""
+
+import json
+import os
+import re
+import sys
+from pathlib import PurePosixPath
+
+from . import nodes
+from .scan import MANIFEST, ROLES, SHARD_MISSING, TRACKER
+
+_STEP = re.compile(r"global_step_(\d+)/")
+_SHARD = re.compile(r"(^|/)(__\d+_\d+\.distcp|(model|optim|extra_state)_world_size_\d+_rank_\d+\.pt)$|/mp_rank_\d+(_\d+)?/")
+_FSDP_RANK = re.compile(r"(model|optim|extra_state)_world_size_(\d+)_rank_(\d+)\.pt")
+FSDP_CONFIG = "fsdp_config.json"
+_SEVERITY = {"error": 2, "warning": 1, "info": 0}
+
+
+def unfinished(step: int, union: dict):
+    """Why global_step_N cannot be synced, '' if it can, None if it holds no role folder at all (verl's
+    retention deletes role folders and leaves data.pt: not a checkpoint any more, nothing to say)."""
+    prefix = f"global_step_{step}/"
+    roles = sorted({rel.split("/")[1] for rel in union if rel.startswith(prefix) and rel.count("/") >= 2}
+                   & set(ROLES))
+    if not roles:
+        return None
+    for role in roles:
+        folder = prefix + role + "/"
+        if folder + MANIFEST in union:
+            continue
+        if folder + FSDP_CONFIG not in union:
+            return (f"{role}/ has no {MANIFEST} (Megatron) or {FSDP_CONFIG} (FSDP) on any node: the save did "
+                    "not finish, or is still being written")
+        ranks = [m.groups() for rel in union if rel.startswith(folder)
+                 and (m := _FSDP_RANK.fullmatch(rel[len(folder):]))]
+        world = max((int(w) for _, w, _ in ranks), default=0)
+        lost = [f"{k}_world_size_{world}_rank_{r}.pt" for k in ("model", "optim", "extra_state") for r in range(world)
+                if (k, str(world), str(r)) not in ranks]
+        if not world or lost:
+            return f"{role}/: {len(lost) or 'all'} per-rank files are on no node{f' (e.g. {lost[0]})' if lost else ''}"
+    return ""
+
+
+def make_plan(order: list, listings: dict, trackers: dict, everything: bool) -> tuple:
+    """({node: [(rel, source node, size)]}, [(step, reason)], kept steps)."""
+    best = {}  # rel -> (size, node): the longest copy, the first node listed on a tie
+    for node in order:
+        for rel, size in listings[node].items():
+            if rel not in best or size > best[rel][0]:
+                best[rel] = (size, node)
+    steps = sorted({int(m.group(1)) for rel in best if (m := _STEP.match(rel))})
+    skipped, kept = [], set()
+    for step in steps:
+        why = unfinished(step, best)
+        if why:
+            skipped.append((step, why))
+        elif why == "":
+            kept.add(step)
+    plan = {node: [] for node in order}
+    for rel, (size, src) in sorted(best.items()):
+        m = _STEP.match(rel)
+        if not m or int(m.group(1)) not in kept:
+            continue
+        shard = bool(_SHARD.search(rel))
+        for node in order:
+            have = listings[node].get(rel)
+            if have != size and (have is not None or everything or not shard):
+                plan[node].append((rel, src, size))
+    good = [(int(text), node) for node, text in trackers.items() if text and text.isdigit() and int(text) in kept]
+    if good:
+        _, src = max(good, key=lambda vn: (vn[0], -order.index(vn[1])))
+        for node in order:
+            if trackers[node] != trackers[src]:
+                plan[node].append((TRACKER, src, listings[src].get(TRACKER, 0)))
+    for node, text in trackers.items():
+        if text is not None and not (text.isdigit() and int(text) in kept):
+            skipped.append((None, f"the tracker on {node} says {text!r}, not a finished step here: not copied from it"))
+    return plan, skipped, kept
+
+
+def waves(files: list) -> list:
+    """Step files, then completion files, then the tracker: each wave only once the previous one is there."""
+    last = {MANIFEST, FSDP_CONFIG}
+    return [[f for f in files if f[0] != TRACKER and PurePosixPath(f[0]).name not in last],
+            [f for f in files if PurePosixPath(f[0]).name in last], [f for f in files if f[0] == TRACKER]]
+
+
+def recheck(ssh, node, root, python, union, kept, here) -> dict:
+    """ckpt check on the node itself; a per-rank file that is on another node turns into one warning.
+    A node where the check cannot run is an error of that node; the other nodes are still checked."""
+    try:
+        code, report = nodes.remote_check(ssh, node, root, python)
+    except nodes.NodeError as exc:
+        return {"exit_code": 2, "check_exit_code": None,
+                "findings": [{"severity": "error", "path": str(node), "message": exc.message, "fix": exc.fix}]}
+    findings, elsewhere = [], []
+    for f in report.get("findings", []):
+        rel = os.path.relpath(f["path"], root)
+        m = _STEP.match(rel + "/")
+        if f.get("code") == SHARD_MISSING and (rel in union or (m and int(m.group(1)) in kept
+                                                                     and rel + "/" + FSDP_CONFIG in union)):
+            elsewhere.append(rel)
+        else:
+            findings.append(f)
+    if elsewhere:  # counted from the listings: an FSDP finding stands for all of a role's missing rank files
+        away = sorted(rel for rel in union - here
+                      if _SHARD.search(rel) and (m := _STEP.match(rel)) and int(m.group(1)) in kept)
+        findings.append({"severity": "warning", "path": root, "code": "shards_elsewhere",
+                         "message": f"{len(away)} shard file(s) of the finished steps are on other nodes only (e.g. "
+                                    f"{(away or elsewhere)[0]}): enough if every rank resumes on the node that wrote its "
+                                    "files; Megatron ranks also read replicated tensors from other ranks' shards",
+                         "fix": "ckpt sync --all copies every shard to every node"})
+    worst = max((_SEVERITY.get(f["severity"], 0) for f in findings), default=0)
+    return {"exit_code": worst, "check_exit_code": code, "findings": findings}
+
+
+def main(args) -> int:
+    root = args.dir.rstrip("/") or "/"
+    say = lambda text: print(f"verl-ascend ckpt sync: {text}", file=sys.stderr)  # noqa: E731
+    if not os.path.isabs(root):
+        say(f"DIR {args.dir!r} is relative; pass the absolute trainer.default_local_dir (the same path on every node)")
+        return 2
+    try:
+        order = [nodes.parse(spec) for spec in args.nodes]
+    except ValueError as exc:
+        say(str(exc))
+        return 2
+    if len(set(order)) != len(order):
+        say(f"--nodes names a node twice ({' '.join(args.nodes)}); list each node once")
+        return 2
+    result = {"dir": root, "plan": {}, "skipped": [], "nodes": {}, "dry_run": args.dry_run}
+    try:
+        listings, trackers = {}, {}
+        for node in order:
+            listings[node], trackers[node] = nodes.listing(args.ssh, node, root, TRACKER)
+        if not any(listings.values()):
+            say(f"{root} holds no files on any of the nodes; pass the run's trainer.default_local_dir")
+            return 2
+        plan, skipped, kept = make_plan(order, listings, trackers, args.all)
+        result["plan"] = {str(n): [{"path": r, "from": str(s), "size": z} for r, s, z in files]
+                          for n, files in plan.items()}
+        result["skipped"] = [{"step": s, "reason": why} for s, why in skipped]
+        if not args.dry_run:
+            for dst in order:
+                for wave in waves(plan[dst]):
+                    for src in order:
+                        rels = [r for r, s, _ in wave if s == src]
+                        if rels:
+                            nodes.copy(args.ssh, src, dst, root, rels, args.progress or sys.stderr.isatty())
+            union = {rel for files in listings.values() for rel in files}  # the copies added no new name
+            for dst in order:
+                here = set(listings[dst]) | {rel for rel, _, _ in plan[dst]}
+                result["nodes"][str(dst)] = recheck(args.ssh, dst, root, args.remote_python, union, kept, here)
+    except nodes.NodeError as exc:
+        say(f"{exc}\n  fix: {exc.fix}")
+        result["exit_code"] = 2
+        if args.json:
+            print(json.dumps({**result, "error": str(exc), "node": str(exc.node)}))
+        return 2
+    codes = [r["exit_code"] for r in result["nodes"].values()] + [1 if skipped else 0]
+    result["exit_code"] = max(codes)
+    if args.json:
+        print(json.dumps(result))
+    else:
+        _print(result)
+    return result["exit_code"]
+
+
+def _print(result: dict) -> None:
+    verb = "would copy" if result["dry_run"] else "copied"
+    for node, files in result["plan"].items():
+        if files:
+            print(f"{node}: {verb} {len(files)} files, {sum(f['size'] for f in files) / 1e6:.1f} MB")
+            if result["dry_run"]:
+                for f in files:
+                    print(f"  {f['path']}  <- {f['from']}")
+    if not any(result["plan"].values()):
+        print("nothing to copy: every node holds the files a resume reads" + ("" if not result["skipped"] else
+                                                                              " (of the finished steps)"))
+    for skip in result["skipped"]:
+        step = skip["step"]
+        print(f"skipped{'' if step is None else f' global_step_{step}'}: {skip['reason']}")
+    for node, r in result["nodes"].items():
+        print(f"{node}: ckpt check {['resumable', 'warnings', 'errors'][r['exit_code']]} (exit {r['exit_code']})")
+        for f in r["findings"]:
+            if f["severity"] != "info":
+                print(f"  {'ERROR' if f['severity'] == 'error' else 'WARN '} {f['path']}: {f['message']}"
+                      + (f"\n         fix: {f['fix']}" if f.get("fix") else ""))
+    print(f"result: {['ok', 'warnings', 'errors'][result['exit_code']]} (exit {result['exit_code']})")
