@@ -16,7 +16,6 @@ names must exist in a shard file long enough to hold it.
 
 import dataclasses
 import json
-import os
 import re
 from pathlib import Path
 
