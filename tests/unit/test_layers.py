@@ -111,3 +111,11 @@ def test_every_setting_is_in_the_readme_table():
 
     for setting in settings.TABLE:
         assert re.search(rf"^\| `{setting.name}` \|", README, re.M), setting.name
+
+
+def test_ci_runs_exactly_the_readmes_test_command():
+    readme_block = README.split("```bash", 1)[1].split("```", 1)[0]
+    commands = [line for line in readme_block.splitlines() if line.strip() and not line.startswith("#")]
+    assert len(commands) == 2, commands  # set up + main job, then the tests
+    ci = [line for line in (PKG.parent / ".ci" / "run").read_text().splitlines() if line.startswith("dev/")]
+    assert ci == [commands[1]]

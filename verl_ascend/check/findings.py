@@ -2,6 +2,8 @@
 
 import dataclasses
 
+from verl_ascend.core import findings as policy
+
 ERROR = "error"
 WARNING = "warning"
 INFO = "info"
@@ -38,9 +40,4 @@ class Finding:
 
 
 def exit_code(findings) -> int:
-    severities = {f.severity for f in findings}
-    if ERROR in severities:
-        return 2
-    if WARNING in severities:
-        return 1
-    return 0
+    return policy.exit_code(f.severity for f in findings)

@@ -5,6 +5,8 @@ import json
 import sys
 from pathlib import Path
 
+from verl_ascend.core import findings as policy
+
 _HELP = """Check, offline and without an NPU, that the checkpoint verl would resume from DIR
 (trainer.default_local_dir) is complete on this node: the tracker and global_step_N agree, every
 role's save finished (Megatron's ckpt_contents.json, written last), every dist_ckpt has its
@@ -65,7 +67,7 @@ def register(sub) -> None:
 
 
 def main(args) -> int:
-    from verl_ascend.ckpt.scan import ERROR, WARNING, scan
+    from verl_ascend.ckpt.scan import scan
 
     root = Path(args.dir)
     if not root.is_dir():
@@ -85,7 +87,7 @@ def main(args) -> int:
         for roles in by_step.values():
             findings += compare(roles, plan)
     states = {f.severity for f in findings}
-    report["exit_code"] = 2 if ERROR in states else 1 if WARNING in states else 0
+    report["exit_code"] = policy.exit_code(states)
     report["findings"] = [f.as_dict() for f in findings]
     report["roles"] = {r.name: {"kind": r.kind, "world_size": r.world_size, "parallel": r.parallel,
                                 "optimizer_format": r.optim_sharding} for roles in by_step.values() for r in roles}

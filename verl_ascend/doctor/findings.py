@@ -3,6 +3,8 @@
 import dataclasses
 import json
 
+from verl_ascend.core import findings as policy
+
 OK = "ok"
 WARN = "warn"
 ERROR = "error"
@@ -43,8 +45,7 @@ def skip(check, message, fix=""):
 def exit_code(findings) -> int:
     """The one policy of every command (verl_ascend/cli.py): 0 all ok (or not checkable here), 1 warnings,
     2 errors found (bad input is 2 as well, decided before any check runs)."""
-    states = {f.state for f in findings}
-    return 2 if ERROR in states else 1 if WARN in states else 0
+    return policy.exit_code(f.state for f in findings)
 
 
 def counts(findings) -> dict:
