@@ -35,7 +35,9 @@ def one_run(site: Path, code: str) -> float:
     program = f"import site; site.addsitedir({str(site)!r})\n{code}"
     env = dict(os.environ, PYTHONWARNINGS="ignore")
     start = time.perf_counter()
-    subprocess.run([sys.executable, "-S", "-c", program], env=env, check=True, capture_output=True, timeout=600)
+    # from the root folder: `-c` puts the working directory first on sys.path, and from a checkout
+    # the package would be imported from its sources instead of the installed (compiled) copy
+    subprocess.run([sys.executable, "-S", "-c", program], env=env, check=True, capture_output=True, timeout=600, cwd="/")
     return time.perf_counter() - start
 
 
