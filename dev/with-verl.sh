@@ -133,6 +133,12 @@ if [ -n "$UV" ]; then
   UV_ARGS=("${filtered[@]}")
 fi
 
+# Bytecode: uv installs none (pip compiles every file at install). Python writes it on first import
+# and reuses it, unless PYTHONDONTWRITEBYTECODE is set: then every process (each Ray worker of a
+# rehearsal) compiles torch, transformers and verl from source again, ~2x their import time. So it
+# is written here, on first import, into the environment's own folders (and gitignored __pycache__).
+unset PYTHONDONTWRITEBYTECODE
+
 # ---- one environment per version -----------------------------------------------------------------
 status=0
 index=0
