@@ -115,7 +115,10 @@ def child_env(launch_env: dict) -> dict:
     env.setdefault("VERL_ASCEND_ROLLOUT_ORDER", "tiled")  # what A2 runs by default
     env.update({ENV: "1", "VERL_PLATFORM": "cpu", "VERL_ENGINE_DEVICE": "cuda", "OMP_NUM_THREADS": "1",
                 "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false",
-                "RAY_DEDUP_LOGS": "0", "RAY_USAGE_STATS_ENABLED": "0", "VERL_ASCEND": "1"})
+                "RAY_DEDUP_LOGS": "0", "RAY_USAGE_STATS_ENABLED": "0", "VERL_ASCEND": "1",
+                # Ray starts idle Python workers ahead of need (one per logical CPU it is told of); on a
+                # 2-core host they cost a few CPU-seconds each and verl's actors start their own anyway
+                "RAY_enable_worker_prestart": "0", "RAY_prestart_worker_first_driver": "0"})
     return env
 
 
