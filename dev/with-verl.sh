@@ -54,7 +54,7 @@ find_uv() {
   if [ ! -x .venvs/.uv/bin/uv ]; then
     echo "== installing uv into .venvs/.uv (a faster installer; pip is used if this fails)"
     rm -rf .venvs/.uv.tmp
-    if quiet_pip "$PY" -m pip install -q --target .venvs/.uv.tmp uv >/dev/null && [ -x .venvs/.uv.tmp/bin/uv ]; then
+    if PIP_ROOT_USER_ACTION=ignore quiet_pip "$PY" -m pip install -q --target .venvs/.uv.tmp uv >/dev/null && [ -x .venvs/.uv.tmp/bin/uv ]; then
       rm -rf .venvs/.uv && mv .venvs/.uv.tmp .venvs/.uv
     else
       rm -rf .venvs/.uv.tmp
@@ -148,7 +148,7 @@ for v in "${versions[@]}"; do
   venv=".venvs/verl-$v"
   stamp=$(cat "$req" pyproject.toml | sha256sum | cut -c1-16)-$TORCH_SPEC
   (
-    flock 9  # another run of this script on this checkout may be setting up the same version
+    if command -v flock >/dev/null; then flock 9; fi  # another run of this script on this checkout may be setting up the same version
     if [ ! -f "$venv/pyvenv.cfg" ] || [ ! -x "$venv/bin/python" ]; then
       # no pyvenv.cfg = not a venv (an interrupted creation): its python would install globally
       echo "== creating $venv"
