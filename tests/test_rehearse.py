@@ -3,8 +3,8 @@
 The rehearsal runs verl's own `python -m verl.trainer.main_ppo` (driver, Ray, FSDP2 workers over
 gloo, agent loop, hf rollout server, reward loop, update, checkpoint, resume). Trainer path: the
 recipe's, i.e. verl 0.9.1's default `trainer.use_v1=True` (TransferQueue). Cost: one rehearsal, i.e.
-two main_ppo runs (train + resume, 2 ranks, ~2-4 min together on 2 idle cores, ~5 GB), plus one
-main_ppo that fails in its TaskRunner before any worker starts (planted data fault, ~30 s).
+two main_ppo runs (train + resume, 2 ranks; ~380 CPU-seconds, ~4 min on 2 idle cores, ~5 GB), plus
+one main_ppo that fails in its TaskRunner before any worker starts (planted data fault, ~80 s).
 On a verl without a platform registry (0.6.1) only the refusal runs; which side runs is decided by
 reading the installed verl's sources, and the detection itself is asserted on both.
 """
