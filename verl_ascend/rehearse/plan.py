@@ -1,8 +1,9 @@
 """Turn a recipe's main_ppo call into the rehearsal's: only what a CPU cannot do changes.
 
 Every override of the recipe is kept unless it names something the rehearsal must replace
-(model, engine, rollout engine, sizes, devices, data files, schedule, output); each replaced or
-dropped one is listed with the reason. Algorithm, advantage estimator, KL settings, reward,
+(model, engine, rollout engine, sizes, devices, data files, schedule, output, and the learning
+rate, which a tiny random model needs larger to show a learning signal in 2-3 steps); each
+replaced or dropped one is listed with the reason. Algorithm, advantage estimator, KL settings, reward,
 data columns and the trainer path (``trainer.use_v1``) stay the recipe's.
 """
 
