@@ -8,6 +8,11 @@
 # changed is brought up to date in place), install this checkout into it the way a user does (a
 # real wheel, not editable: the .pth file and the entry point are what is under test), then run
 # the command with that environment first on PATH.
+# Installer: uv when it can be had (on PATH, or pip-installed once into .venvs/.uv): it resolves
+# and downloads in parallel and hard-links from its cache, which makes a fresh environment take
+# well under a minute instead of several; it is given pip's own settings (index, find-links,
+# constraints, certificate), so both install the same wheels. VERL_ASCEND_INSTALLER=pip forces pip.
+# Concurrent runs on one checkout wait for each other's set-up of the same version (flock).
 # Exits non-zero if any run fails (pytest's 5, "no tests collected", included).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -20,6 +25,10 @@ while [ $# -gt 0 ] && [ "$1" != "--" ]; do versions+=("$1"); shift; done
 if [ ${#versions[@]} -eq 0 ] || [ $# -eq 0 ]; then
   echo "usage: $0 VERSION... -- COMMAND..." >&2; exit 2
 fi
+case "${VERL_ASCEND_INSTALLER:-auto}" in
+  auto|uv|pip) ;;
+  *) echo "VERL_ASCEND_INSTALLER=${VERL_ASCEND_INSTALLER} is not one of auto, uv, pip" >&2; exit 2 ;;
+esac
 
 # torch_npu autoload stays at torch's default (on), as on an Ascend host; the test venvs have no torch_npu.
 export PIP_DISABLE_PIP_VERSION_CHECK=1
@@ -41,6 +50,102 @@ if [ ${#missing[@]} -gt 0 ]; then
     echo "not installed: ${missing[*]}: apt install ${missing[*]} / yum install ${missing[*]}" >&2; exit 2
   fi
 fi
+mkdir -p .venvs
+
+# ---- the installer -------------------------------------------------------------------------------
+UV=""
+find_uv() {
+  [ "${VERL_ASCEND_INSTALLER:-auto}" = pip ] && return 0
+  if command -v uv >/dev/null; then UV=$(command -v uv); return 0; fi
+  if [ ! -x .venvs/.uv/bin/uv ]; then
+    echo "== installing uv into .venvs/.uv (a faster installer; pip is used if this fails)"
+    rm -rf .venvs/.uv.tmp
+    if PIP_ROOT_USER_ACTION=ignore quiet_pip "$PY" -m pip install -q --target .venvs/.uv.tmp uv >/dev/null && [ -x .venvs/.uv.tmp/bin/uv ]; then
+      rm -rf .venvs/.uv && mv .venvs/.uv.tmp .venvs/.uv
+    else
+      rm -rf .venvs/.uv.tmp
+    fi
+  fi
+  if [ -x .venvs/.uv/bin/uv ]; then UV=$PWD/.venvs/.uv/bin/uv; fi
+  if [ -z "$UV" ] && [ "${VERL_ASCEND_INSTALLER:-auto}" = uv ]; then
+    echo "VERL_ASCEND_INSTALLER=uv but uv could not be installed: pip install uv, or unset it" >&2; exit 2
+  fi
+  return 0
+}
+# pip's settings (pip.conf files and PIP_* variables, as `pip config list` shows them) as uv options,
+# so uv sees the same indexes, local wheel folders and constraints as pip does.
+UV_ARGS=()
+uv_args_from_pip() {
+  local line
+  while IFS= read -r line; do UV_ARGS+=("$line"); done < <("$PY" - <<'PY'
+import ast, subprocess, sys
+out = subprocess.run([sys.executable, "-m", "pip", "config", "list"], capture_output=True, text=True).stdout
+seen = {}
+for line in out.splitlines():  # e.g. global.find-links='/opt/wheels' or :env:.extra-index-url='a b'
+    key, _, value = line.partition("=")
+    try:
+        value = ast.literal_eval(value)
+    except (ValueError, SyntaxError):
+        continue
+    name = key.rsplit(".", 1)[-1]
+    if key.startswith(":env:") or name not in seen:  # the environment wins over the files
+        seen[name] = value
+flags = {"index-url": "--index-url", "extra-index-url": "--extra-index-url", "find-links": "--find-links",
+         "constraint": "--constraint"}
+for name, flag in flags.items():
+    for item in str(seen.get(name, "")).split():
+        print(flag); print(item)
+if str(seen.get("no-index", "")).lower() in ("1", "true", "yes", "on"):
+    print("--no-index")
+if seen.get("cert"):
+    print("--cert"); print(seen["cert"])
+PY
+)
+  # pip weighs every index and keeps the best version; uv's default stops at the first index naming a package
+  UV_ARGS+=(--index-strategy unsafe-best-match)
+}
+
+install_into() {  # install_into VENV ARGS...: resolve and install ARGS into VENV
+  local venv=$1; shift
+  if [ -n "$UV" ]; then
+    "$UV" pip install -q --python "$venv/bin/python" "${UV_ARGS[@]}" "$@"
+  else
+    quiet_pip "$venv/bin/python" -m pip install -q "$@"
+  fi
+}
+
+create_venv() {  # create_venv VENV: an empty venv with pip in it (tests call `python -m pip download`)
+  local venv=$1
+  rm -rf "$venv"
+  if [ -n "$UV" ]; then
+    "$UV" venv -q --seed --python "$PY" "$venv"
+  else
+    "$PY" -m venv "$venv"
+  fi
+}
+
+find_uv
+if [ -n "$UV" ]; then
+  uv_args_from_pip
+  # --cert is recent in uv; SSL_CERT_FILE is what older and newer uv both read
+  for ((i = 0; i < ${#UV_ARGS[@]}; i++)); do
+    if [ "${UV_ARGS[$i]}" = --cert ]; then export SSL_CERT_FILE=${SSL_CERT_FILE:-${UV_ARGS[$((i + 1))]}}; fi
+  done
+  filtered=()
+  for ((i = 0; i < ${#UV_ARGS[@]}; i++)); do
+    if [ "${UV_ARGS[$i]}" = --cert ]; then i=$((i + 1)); continue; fi
+    filtered+=("${UV_ARGS[$i]}")
+  done
+  UV_ARGS=("${filtered[@]}")
+fi
+
+# Bytecode: uv installs none (pip compiles every file at install). Python writes it on first import
+# and reuses it, unless PYTHONDONTWRITEBYTECODE is set: then every process (each Ray worker of a
+# rehearsal) compiles torch, transformers and verl from source again, ~2x their import time. So it
+# is written here, on first import, into the environment's own folders (and gitignored __pycache__).
+unset PYTHONDONTWRITEBYTECODE
+
+# ---- one environment per version -----------------------------------------------------------------
 status=0
 index=0
 for v in "${versions[@]}"; do
@@ -48,19 +153,26 @@ for v in "${versions[@]}"; do
   [ -f "$req" ] || { echo "no $req: supported test versions are $(ls dev/requirements-verl-*.txt | sed 's/.*verl-//;s/.txt//' | tr '\n' ' ')" >&2; exit 2; }
   venv=".venvs/verl-$v"
   stamp=$(cat "$req" pyproject.toml | sha256sum | cut -c1-16)-$TORCH_SPEC
-  if [ ! -f "$venv/pyvenv.cfg" ] || [ ! -x "$venv/bin/python" ]; then
-    # no pyvenv.cfg = not a venv (an interrupted creation): its python would install globally
-    echo "== creating $venv"
-    rm -rf "$venv"
-    "$PY" -m venv "$venv"
-    quiet_pip "$venv/bin/python" -m pip install -q "$TORCH_SPEC"
-  fi
-  if [ "$(cat "$venv/.stamp" 2>/dev/null)" != "$stamp" ]; then
-    echo "== installing dependencies into $venv"
-    quiet_pip "$venv/bin/python" -m pip install -q "$TORCH_SPEC" -r "$req" ".[test,convert,plot]"
-    echo "$stamp" > "$venv/.stamp"
-  fi
-  quiet_pip "$venv/bin/python" -m pip install -q --no-deps --force-reinstall . >/dev/null
+  (
+    if command -v flock >/dev/null; then flock 9; fi  # another run of this script on this checkout may be setting up the same version
+    if [ ! -f "$venv/pyvenv.cfg" ] || [ ! -x "$venv/bin/python" ]; then
+      # no pyvenv.cfg = not a venv (an interrupted creation): its python would install globally
+      echo "== creating $venv"
+      create_venv "$venv"
+      # torch first on its own, from the CPU wheel, so nothing below can pull a CUDA build
+      install_into "$venv" "$TORCH_SPEC"
+    fi
+    if [ "$(cat "$venv/.stamp" 2>/dev/null)" != "$stamp" ]; then
+      echo "== installing dependencies into $venv${UV:+ (uv)}"
+      install_into "$venv" "$TORCH_SPEC" -r "$req" ".[test,convert,plot]"
+      echo "$stamp" > "$venv/.stamp"
+    fi
+    if [ -n "$UV" ]; then
+      install_into "$venv" --no-deps --reinstall-package verl-ascend . >/dev/null
+    else
+      quiet_pip "$venv/bin/python" -m pip install -q --no-deps --force-reinstall . >/dev/null
+    fi
+  ) 9>".venvs/verl-$v.lock"
   echo "== verl $v: $*"
   # tests marked verl_agnostic run only where VERL_ASCEND_TEST_ENV_INDEX=0 (tests/conftest.py)
   if ! PATH="$PWD/$venv/bin:$PATH" VIRTUAL_ENV="$PWD/$venv" VERL_ASCEND_TEST_ENV_INDEX=$index "$@"; then

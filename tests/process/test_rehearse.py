@@ -2,8 +2,9 @@
 
 The rehearsal runs verl's own `python -m verl.trainer.main_ppo` (driver, Ray, FSDP2 workers over
 gloo, agent loop, hf rollout server, reward loop, update, checkpoint, resume). Trainer path: the
-recipe's, i.e. verl 0.9.1's default `trainer.use_v1=True` (TransferQueue). Cost: two main_ppo runs
-(train + resume) plus one that stops at the first reward, each ~2-5 min on 2 cores, ~6 GB.
+recipe's, i.e. verl 0.9.1's default `trainer.use_v1=True` (TransferQueue). Cost: one rehearsal, i.e.
+two main_ppo runs (train + resume, 2 ranks; ~380 CPU-seconds, ~4 min on 2 idle cores, ~5 GB), plus
+one main_ppo that fails in its TaskRunner before any worker starts (planted data fault, ~80 s).
 On a verl without a platform registry (0.6.1) only the refusal runs; which side runs is decided by
 reading the installed verl's sources, and the detection itself is asserted on both.
 """
@@ -25,21 +26,19 @@ RECIPE = ROOT / "recipes" / "grpo_qwen2_5_7b_a2.sh"
 VERL = version("verl")
 SUPPORTED = not VERL.startswith(("0.6.", "0.7.", "0.8."))  # what the sources say is asserted below
 needs_09 = pytest.mark.skipif(not SUPPORTED, reason=f"verl {VERL} has no platform registry: the refusal test runs")
-RUN_TIMEOUT = 1500
+RUN_TIMEOUT = 1500  # hard limit of one `rehearse` call; each main_ppo in it is ended after MAIN_PPO_TIMEOUT
+MAIN_PPO_TIMEOUT = 600
 # A reward that varies inside a GRPO group (the gsm8k rule gives a random model 0 everywhere,
 # hence zero advantages and a zero gradient).
 REWARD = '''
 def compute_score(data_source, solution_str, ground_truth, extra_info=None, **kwargs):
     return (sum(map(ord, solution_str)) % 5) / 4.0
 '''
-FAULTY = '''
-def compute_score(data_source, solution_str, ground_truth, extra_info=None, **kwargs):
-    raise ZeroDivisionError("planted fault in the reward function")
-'''
 
 
 def _rehearse(out: Path, *extra, timeout=RUN_TIMEOUT):
-    return subprocess.run([sys.executable, "-m", "verl_ascend", "rehearse", str(RECIPE), "--out", str(out), *extra],
+    return subprocess.run([sys.executable, "-m", "verl_ascend", "rehearse", str(RECIPE), "--out", str(out),
+                           "--timeout", str(MAIN_PPO_TIMEOUT), *extra],
                           env=clean_env(), cwd=str(out.parent), capture_output=True, text=True, timeout=timeout)
 
 
@@ -98,7 +97,7 @@ def test_rehearsal_fixes_are_inert_outside_and_act_inside_a_rehearsal():
         "import json, torch, verl\n"
         "from verl.utils.device import get_device_name, get_nccl_backend, get_resource_name\n"
         "from torch.distributed.fsdp import CPUOffloadPolicy\n"
-        "import verl.workers.rollout\n"
+        "import verl.workers.rollout, verl.experimental.agent_loop.agent_loop\n"
         "from verl_ascend import registry\n"
         "out = dict(device=get_device_name(), backend=get_nccl_backend(), resource=get_resource_name(),\n"
         "           pin=CPUOffloadPolicy(pin_memory=True).pin_memory,\n"
@@ -112,7 +111,8 @@ def test_rehearsal_fixes_are_inert_outside_and_act_inside_a_rehearsal():
     )
     stock = json.loads(run_python(code, timeout=300).stdout.strip().splitlines()[-1])
     assert stock["device"] != "cpu" and stock["pin"] is True, stock
-    assert set(stock["states"]) == {"rehearse_platform", "rehearse_backend", "rehearse_offload", "rehearse_rollout"}
+    assert set(stock["states"]) == {"rehearse_platform", "rehearse_backend", "rehearse_offload", "rehearse_rollout",
+                                    "rehearse_report"}
     assert all(state == "not applicable" and "not a rehearsal" in why for state, why in stock["states"].values())
     inside = json.loads(run_python(code, env=clean_env(VERL_ASCEND_REHEARSE="1"), timeout=300)
                         .stdout.strip().splitlines()[-1])
@@ -134,6 +134,7 @@ def test_rehearsal_of_a_shipped_grpo_recipe_trains_saves_and_resumes():
         changes = (out / "changes.txt").read_text()
         assert "trainer.use_v1=True" in changes  # the recipe's (verl's default) trainer path
         for expected in ("ppo_megatron_trainer -> ppo_trainer", "rollout -> hf", "Qwen2ForCausalLM",
+                         "learning rate -> 1e-3", "recipe's actor_rollout_ref.actor.optim.lr=1e-6",
                          "kept: algorithm.adv_estimator=grpo", "kept: actor_rollout_ref.actor.kl_loss_type=low_var_kl"):
             assert expected in changes, changes
         train, resumed = _steps(out / "console.log"), _steps(out / "console_resume.log")
@@ -145,6 +146,20 @@ def test_rehearsal_of_a_shipped_grpo_recipe_trains_saves_and_resumes():
             assert metrics["actor/grad_norm"] > 0, (step, metrics)  # a learning signal
             assert metrics["critic/score/max"] > metrics["critic/score/min"], (step, metrics)  # reward varies
             assert metrics["training/rollout_probs_diff_max"] < 1e-2, (step, metrics)  # weights reach the rollout
+        # kl_loss moves: the actor left the reference after step 1's update; after the resume it is still away
+        # from it, which a resume that silently started from the initial weights would not be (kl_loss 0 again)
+        kl = [train[1]["actor/kl_loss"], train[2]["actor/kl_loss"], resumed[3]["actor/kl_loss"]]
+        assert kl[1] != kl[0] and kl[1] > 0 and kl[2] > 0, kl
+        # the plugin inside the loop, said by the loop's processes (Ray forwards their lines into the log)
+        log = (out / "console.log").read_text(errors="replace")
+        verdict = re.search(r"\(TaskRunner\w* pid=\d+\).*verl-ascend rehearse: rollout dispatch "
+                            r"AgentLoopManagerTQ\.generate_sequences: rollout_order not applicable on this path: "
+                            r".*TransferQueue.*", log)
+        assert verdict, log[-3000:]
+        for rank in (0, 1):
+            assert re.search(rf"\(WorkerDict pid=\d+\).*verl-ascend rehearse: patches in actor rank {rank} "
+                             r"\(pid \d+\): .*ckpt_validation applied.*rollout_order", log), rank
+        assert "rollout_order not applicable on this path" in proc.stdout.split("the plugin inside the loop")[-1]
         logs = run_cli("logs", str(out / "console.log"), str(out / "console_resume.log"), timeout=120)
         assert logs.returncode in (0, 1), logs.stderr
         assert "parsed 3 step(s)" in logs.stdout, logs.stdout
@@ -153,15 +168,25 @@ def test_rehearsal_of_a_shipped_grpo_recipe_trains_saves_and_resumes():
 
 
 @needs_09
-def test_a_reward_function_that_raises_fails_the_rehearsal_naming_it_and_leaves_nothing_running():
+def test_a_data_file_missing_a_column_fails_the_rehearsal_naming_it_and_leaves_nothing_running():
+    # The planted fault `check` cannot see: the recipe's own data files (its DATA_DIR) lack the prompt
+    # column. verl's dataset in the TaskRunner raises before any worker starts, the cheapest fault in the loop.
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
     with tempfile.TemporaryDirectory(prefix="va-rh-test-") as tmp:
         tmp = Path(tmp)
-        (tmp / "faulty_reward.py").write_text(FAULTY)
+        data = tmp / "data"
+        data.mkdir()
+        table = pa.table({"data_source": ["openai/gsm8k"] * 8, "question": [f"{i} + {i}?" for i in range(8)],
+                          "reward_model": [{"style": "rule", "ground_truth": str(2 * i)} for i in range(8)]})
+        for name in ("train", "test"):
+            pq.write_table(table, data / f"{name}.parquet")
         out = tmp / "out"
-        proc = _rehearse(out, "--nproc", "1", "--steps", "1",
-                         "--override", f"reward.custom_reward_function.path={tmp / 'faulty_reward.py'}")
+        proc = _rehearse(out, "--nproc", "1", "--steps", "1", "--env", f"DATA_DIR={data}")
         assert proc.returncode == 1, proc.stdout[-3000:] + proc.stderr[-3000:]
-        assert "ZeroDivisionError: planted fault in the reward function" in proc.stderr, proc.stderr[-3000:]
+        assert f"data: the recipe's {data / 'train.parquet'}" in (out / "changes.txt").read_text()
+        assert "KeyError: 'prompt'" in proc.stderr, proc.stderr[-3000:]
         assert not list((out / "checkpoints").glob("global_step_*"))
         assert _survivors(_ray_folder(proc.stdout), str(out)) == []
 

@@ -89,14 +89,21 @@ def prepare_data(overrides, data_dir: Path, train_rows: int, val_rows: int) -> t
             f"data: {source}, truncated to {n_train} train / {n_val} val rows")
 
 
-def prompt_length(model_dir: Path, train_file: str) -> int:
-    """Longest chat-templated prompt of the run's rows in the tiny tokenizer, rounded up."""
+def prompt_length(model_dir: Path, train_file: str, prompt_key: str = "prompt") -> int:
+    """Longest chat-templated prompt of the run's rows in the tiny tokenizer, rounded up.
+
+    A file without the prompt column gets a default: verl's own dataset then fails naming the
+    column, as it would on the cluster.
+    """
     import pyarrow.parquet as pq
     from transformers import AutoTokenizer
 
+    table = pq.read_table(train_file)
+    if prompt_key not in table.column_names:
+        return 256
     tok = AutoTokenizer.from_pretrained(str(model_dir))
     longest = 0
-    for messages in pq.read_table(train_file).column("prompt").to_pylist():
+    for messages in table.column(prompt_key).to_pylist():
         text = tok.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
         longest = max(longest, len(tok(text, add_special_tokens=False)["input_ids"]))
     return ((longest + 16) // 32 + 1) * 32
@@ -109,7 +116,10 @@ def child_env(launch_env: dict) -> dict:
     env.setdefault("VERL_ASCEND_ROLLOUT_ORDER", "tiled")  # what A2 runs by default
     env.update({ENV: "1", "VERL_PLATFORM": "cpu", "VERL_ENGINE_DEVICE": "cuda", "OMP_NUM_THREADS": "1",
                 "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false",
-                "RAY_DEDUP_LOGS": "0", "RAY_USAGE_STATS_ENABLED": "0", "VERL_ASCEND": "1"})
+                "RAY_DEDUP_LOGS": "0", "RAY_USAGE_STATS_ENABLED": "0", "VERL_ASCEND": "1",
+                # Ray starts idle Python workers ahead of need (one per logical CPU it is told of); on a
+                # 2-core host they cost a few CPU-seconds each and verl's actors start their own anyway
+                "RAY_enable_worker_prestart": "0", "RAY_prestart_worker_first_driver": "0"})
     return env
 
 
@@ -209,7 +219,7 @@ def _rehearse(args, recipe, launch, out, ckpt_dir, work, model_dir, started) -> 
                              assets.prompt_texts([train, val]), model_dir)
     except assets.AssetError as exc:
         raise RehearseError(str(exc)) from None
-    plen = prompt_length(model_dir, train)
+    plen = prompt_length(model_dir, train, plan_mod.value_of(overrides, "data.prompt_key", "prompt"))
     ray_tmp = str(work / "ray")
     the_plan = plan_mod.build(launch.config_name, list(launch.overrides), model_dir=str(model_dir), train_file=train,
                               val_file=val, nproc=nproc, steps=steps, prompt_length=plen,
@@ -234,15 +244,16 @@ def _rehearse(args, recipe, launch, out, ckpt_dir, work, model_dir, started) -> 
         argv.append(f"--config-path={launch.config_path}")
     base = the_plan.overrides + list(args.overrides)
     env = child_env(launch.env)
+    from . import runner
     from .runner import run
 
-    logs, phases = [], [("train", steps, base), ("resume", steps + 1,
+    logs, said, phases = [], [], [("train", steps, base), ("resume", steps + 1,
                                                   base + [f"trainer.total_training_steps={steps + 1}"])]
     for label, last_step, overrides_run in phases:
         log = out / ("console.log" if label == "train" else "console_resume.log")
         print(f"rehearse: {label}: main_ppo to step {last_step} on {nproc} CPU rank(s); log {log}; Ray in {ray_tmp}",
               flush=True)
-        code, seen, error = run(argv + overrides_run, env, str(out), log, ray_tmp, args.timeout, label)
+        code, seen, error = run(argv + overrides_run, env, str(out), log, ray_tmp, args.timeout, label, said=said)
         logs.append(log)
         if code != 0 or error:
             print(f"verl-ascend rehearse: main_ppo ({label}) failed, exit {code}: {error or 'see ' + str(log)}",
@@ -261,6 +272,9 @@ def _rehearse(args, recipe, launch, out, ckpt_dir, work, model_dir, started) -> 
     note = learning_note(logs)
     if note:
         print(note)
+    print("the plugin inside the loop, as its processes said it (console*.log, lines '" + runner.SAID + "'):")
+    print("\n".join(f"  {line}" for line in said) if said else
+          "  nothing: no process of the loop reported (is verl-ascend installed in main_ppo's environment?)")
     print(f"rehearse: ok in {time.time() - started:.0f} s: {steps} step(s), checkpoint, resumed step {steps + 1}; "
           f"outputs in {out} (changes.txt, console*.log, checkpoints/, logs_table.txt, logs.png, logs.csv)")
     return 0

@@ -1,8 +1,9 @@
 """Turn a recipe's main_ppo call into the rehearsal's: only what a CPU cannot do changes.
 
 Every override of the recipe is kept unless it names something the rehearsal must replace
-(model, engine, rollout engine, sizes, devices, data files, schedule, output); each replaced or
-dropped one is listed with the reason. Algorithm, advantage estimator, KL settings, reward,
+(model, engine, rollout engine, sizes, devices, data files, schedule, output, and the learning
+rate, which a tiny random model needs larger to show a learning signal in 2-3 steps); each
+replaced or dropped one is listed with the reason. Algorithm, advantage estimator, KL settings, reward,
 data columns and the trainer path (``trainer.use_v1``) stay the recipe's.
 """
 
@@ -33,8 +34,14 @@ REPLACED = (
      r"resume_from_path|default_local_dir|logger|max_actor_ckpt_to_keep|log_val_generations)",
      "schedule/output -> rehearsal's"),
     (r"ray_kwargs\..*", "Ray -> the rehearsal's own local cluster"),
-    (r"reward\.num_workers", "sizes shrink"),
+    (r"reward\.num_workers|transfer_queue\.backend\.SimpleStorage\.num_data_storage_units", "sizes shrink"),
+    (r"actor_rollout_ref\.actor\.optim\.lr", "learning rate -> the rehearsal's"),
 )
+# A tiny random model trained for 2-3 steps: at a real model's rate (1e-6 and the like) the weights
+# move by ~1e-6 of their size and actor/kl_loss prints 0.0, so the loop's learning signal could not
+# be told from a broken update. Adam moves each weight by about the rate per step: 1e-3 is ~5% of
+# the tiny model's init scale (0.02), enough for kl_loss to move, small enough to stay stable.
+REHEARSAL_LR = "1e-3"
 
 
 @dataclasses.dataclass
@@ -95,8 +102,9 @@ def build(config_name: str, recipe_overrides: list, *, model_dir: str, train_fil
         "actor_rollout_ref.model.enable_gradient_checkpointing=False",
         "actor_rollout_ref.actor.strategy=fsdp2", "actor_rollout_ref.ref.strategy=fsdp2",
         "actor_rollout_ref.actor.use_torch_compile=False", "actor_rollout_ref.ref.use_torch_compile=False",
-        "actor_rollout_ref.rollout.name=hf", "actor_rollout_ref.rollout.tensor_model_parallel_size=1",
-        f"actor_rollout_ref.rollout.n={n_resp}", "actor_rollout_ref.rollout.agent.num_workers=2",
+        f"actor_rollout_ref.actor.optim.lr={REHEARSAL_LR}",
+        "actor_rollout_ref.rollout.name=hf", f"actor_rollout_ref.rollout.tensor_model_parallel_size={nproc}",
+        f"actor_rollout_ref.rollout.n={n_resp}", "actor_rollout_ref.rollout.agent.num_workers=1",
         f"data.train_files={train_file}", f"data.val_files={val_file}",
         f"data.train_batch_size={batch}", f"data.max_prompt_length={prompt_length}",
         f"data.max_response_length={response_length}",
@@ -105,6 +113,8 @@ def build(config_name: str, recipe_overrides: list, *, model_dir: str, train_fil
         f"actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu={micro}",
         f"actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu={micro}",
         "reward.num_workers=1",
+        # verl 0.9's TransferQueue defaults to 8 storage actors (sized for a cluster); one holds a tiny batch
+        "++transfer_queue.backend.SimpleStorage.num_data_storage_units=1",
         "trainer.device=cpu", "trainer.nnodes=1", f"trainer.n_gpus_per_node={nproc}",
         f"trainer.total_training_steps={steps}", "trainer.save_freq=1", "trainer.test_freq=-1",
         "trainer.val_before_train=False", "trainer.resume_mode=auto", f"trainer.default_local_dir={ckpt_dir}",
@@ -113,13 +123,17 @@ def build(config_name: str, recipe_overrides: list, *, model_dir: str, train_fil
         # for verl's {"CPU": 3, "GPU": 1} bundles (too few hangs instead of failing).
         "ray_kwargs.ray_init.num_cpus=16", f"++ray_kwargs.ray_init.num_gpus={nproc}",
         f"++ray_kwargs.ray_init._temp_dir={ray_tmp}",
+        "++ray_kwargs.ray_init.include_dashboard=False",  # ~12 processes nobody looks at here
     ]
     changes += [
         f"model: tiny random model at {model_dir}",
-        f"engine: FSDP2 over gloo, {nproc} CPU rank(s); rollout: hf (transformers generate), TP 1, "
-        f"{n_resp} responses per prompt, 2 agent-loop workers",
+        f"engine: FSDP2 over gloo, {nproc} CPU rank(s); rollout: hf (transformers generate), one server "
+        f"(TP {nproc}), {n_resp} responses per prompt, 1 agent-loop worker, 1 TransferQueue storage unit",
+        f"learning rate -> {REHEARSAL_LR}: a tiny random model for a few steps; at the recipe's rate the "
+        "update is too small to move actor/kl_loss",
         f"sizes: batch {batch} prompts, prompt <= {prompt_length} tokens, response <= {response_length} tokens, "
         f"micro batch {micro}, one mini-batch per step",
-        f"schedule: {steps} step(s), checkpoint every step, no validation, console logger, then resume for 1 step",
+        f"schedule: {steps} step(s), checkpoint every step, no validation, console logger, then resume for 1 step; "
+        "Ray without its dashboard",
     ]
     return Plan(name, kept + ours, changes, kept)

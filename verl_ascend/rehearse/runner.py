@@ -20,6 +20,8 @@ ERROR = re.compile(r"((?:[A-Za-z_][\w.]*\.)?[A-Z]\w*(?:Error|Exception|Interrupt
 RAY_PREFIX = re.compile(r"^\s*(\x1b\[[0-9;]*m)*\([^)]*pid=\d+[^)]*\)(\x1b\[[0-9;]*m)*\s*")
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 SHOWN = ("step:", "Resuming from", "Loaded model", "rollout_order:", "Error", "Traceback")
+SAID = "verl-ascend rehearse:"  # what the loop's processes say about the plugin (inloop.py)
+PID = re.compile(r" ?\(pid \d+\)")
 
 
 def clean(line: str) -> str:
@@ -86,8 +88,12 @@ def end_all(proc, ray_tmp: str, grace: float = 10.0) -> list:
     return leftover
 
 
-def run(argv: list, env: dict, cwd: str, log_path: Path, ray_tmp: str, timeout: float, label: str, out=sys.stdout):
-    """Run main_ppo; returns ``(exit code, step numbers seen, error line)``. Ctrl-C propagates after cleanup."""
+def run(argv: list, env: dict, cwd: str, log_path: Path, ray_tmp: str, timeout: float, label: str, out=sys.stdout,
+        said=None):
+    """Run main_ppo; returns ``(exit code, step numbers seen, error line)``. Ctrl-C propagates after cleanup.
+
+    ``said``, a list, receives the processes' own lines about the plugin (once each, pids left out).
+    """
     steps, tail = [], []
     started = time.time()
     timed_out = threading.Event()
@@ -114,6 +120,11 @@ def run(argv: list, env: dict, cwd: str, log_path: Path, ray_tmp: str, timeout: 
                     steps.append(int(match.group(1)))
                     print(f"  [{label} {time.time() - started:4.0f}s] {_short_step(text[match.start():])}", file=out,
                           flush=True)
+                elif SAID in text:
+                    line_said = PID.sub("", text[text.index(SAID) + len(SAID):]).strip()
+                    if said is not None and line_said not in said:
+                        said.append(line_said)
+                        print(f"  [{label} {time.time() - started:4.0f}s] {line_said[:300]}", file=out, flush=True)
                 elif any(word in text for word in SHOWN[1:4]):
                     print(f"  [{label} {time.time() - started:4.0f}s] {text.strip()[:200]}", file=out, flush=True)
             code = proc.wait()

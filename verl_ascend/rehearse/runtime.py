@@ -5,7 +5,7 @@ Why: ``verl-ascend rehearse`` runs a recipe's real ``python -m verl.trainer.main
     string ``cpu:gloo,<device>:<backend>`` (``cpu:gloo,cpu:gloo`` on CPU, which torch rejects as a
     duplicate device type), gives the FSDP2 reference model ``CPUOffloadPolicy(pin_memory=True)``
     (pinning needs an accelerator), and has no rollout that runs on torch's CPU build.
-How: four records, shown by ``verl-ascend status`` like the patches, that act only in a process
+How: five records, shown by ``verl-ascend status`` like the patches, that act only in a process
     with ``VERL_ASCEND_REHEARSE=1`` (set by ``rehearse`` for main_ppo; the ``ray_runtime_env``
     patch carries it to every Ray worker). Elsewhere each says "not a rehearsal" and changes
     nothing.
@@ -13,6 +13,8 @@ How: four records, shown by ``verl-ascend status`` like the patches, that act on
     rehearse_backend    torch.distributed           init_process_group keeps one back-end per device type
     rehearse_offload    torch FSDP2 _fsdp_api       CPUOffloadPolicy never pins host memory
     rehearse_rollout    verl.workers.rollout        rollout name ``hf`` (hf_rollout.py)
+    rehearse_report     verl agent loop             at the first rollout the TaskRunner names the dispatch
+                                                    path and rollout_order's verdict on it (inloop.py)
 Upstream: none; verl has no CPU training path (the duplicate back-end string is verl's
     ``initialize_global_process_group_ray`` in ``verl/utils/distributed.py``).
 Remove when: verl ships a CPU platform and a CPU rollout.
@@ -159,6 +161,16 @@ def _rollout_apply(module):
     return "rollout name 'hf' registered (replica + async adapter)"
 
 
+def _report_probe(module):
+    return None if isinstance(getattr(module, "AgentLoopManager", None), type) else "no AgentLoopManager in this verl"
+
+
+def _report_apply(module):
+    from .inloop import watch_manager
+
+    return watch_manager(module)
+
+
 PATCHES = (
     Patch(name="rehearse_platform", targets=("verl",), applies=_gate(_platform_probe),
           apply=_platform_apply, doc=__doc__, summary="rehearsal only: verl platform 'cpu' (gloo, Ray GPU resource)"),
@@ -169,4 +181,7 @@ PATCHES = (
           summary="rehearsal only: FSDP2 CPUOffloadPolicy without pinned memory"),
     Patch(name="rehearse_rollout", targets=("verl.workers.rollout",), applies=_gate(_rollout_probe),
           apply=_rollout_apply, doc=__doc__, summary="rehearsal only: rollout 'hf' (transformers generate, Ray server)"),
+    Patch(name="rehearse_report", targets=("verl.experimental.agent_loop.agent_loop",), applies=_gate(_report_probe),
+          apply=_report_apply, doc=__doc__,
+          summary="rehearsal only: the loop says which rollout dispatch path runs and rollout_order's verdict"),
 )

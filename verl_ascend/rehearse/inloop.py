@@ -1,0 +1,103 @@
+"""What the plugin did inside a rehearsal's loop, said by the loop's own processes.
+
+``verl-ascend status`` on the host shows the patches of the host's Python; the rehearsal's claim is
+about the driver's Ray workers (TaskRunner, actor ranks). So the processes say it themselves, on
+their stdout, which Ray forwards into the run's console log with the process's name:
+
+- at the first rollout dispatch, the TaskRunner names the dispatch method verl really calls and
+  the ``rollout_order`` verdict for that path. On verl 0.9's ``trainer.use_v1`` path the manager is
+  ``AgentLoopManagerTQ``, whose own ``generate_sequences`` replaces the ``AgentLoopManager`` one
+  that ``rollout_order`` wraps, so the verdict there is "not applicable on this path" with why;
+  on the legacy path the wrapped method is the one called (and ``rollout_order`` logs each tiled
+  dispatch itself);
+- each process that says anything also lists every patch's state in that process.
+
+Lines start with :data:`PREFIX`; ``runner`` shows them live and the rehearsal's summary repeats them.
+"""
+
+import os
+
+from ..registry import APPLIED, summarize
+
+PREFIX = "verl-ascend rehearse:"
+_said = set()
+
+
+def say(text: str) -> None:
+    print(f"{PREFIX} {text}", flush=True)
+
+
+def patch_states(skip_prefix: str = "rehearse_") -> str:
+    """``name state`` for every patch of this process (the rehearsal's own records left out)."""
+    from .. import registry
+
+    rows = [summarize(name) for name in registry.names() if not name.startswith(skip_prefix)]
+    return ", ".join(f"{row['name']} {row['state']}" for row in rows)
+
+
+def say_patches_once(role: str) -> None:
+    if role in _said:
+        return
+    _said.add(role)
+    say(f"patches in {role} (pid {os.getpid()}): {patch_states()}")
+
+
+def _rollout_order_outcome(target: str) -> tuple:
+    from .. import registry
+
+    if "rollout_order" not in registry.names():
+        return "absent", "no rollout_order patch in this verl-ascend"
+    for row in summarize("rollout_order")["targets"]:
+        if row["target"] == target:
+            return row["state"], row["detail"]
+    return "pending", f"{target} not imported"
+
+
+def rollout_order_verdict(manager, base_class) -> str:
+    """One line: the dispatch method verl calls on ``manager`` and what rollout_order does there."""
+    cls = type(manager)
+    called = f"{cls.__name__}.generate_sequences"
+    state, detail = _rollout_order_outcome(base_class.__module__)
+    owner = next((k for k in cls.__mro__ if "generate_sequences" in vars(k)), base_class)
+    if owner is not base_class:
+        why = (f"{owner.__name__} ({owner.__module__}) defines its own generate_sequences, so the "
+               f"{base_class.__name__}.generate_sequences that rollout_order wraps is not called here")
+        if "TQ" in owner.__name__ or ".v1." in owner.__module__:
+            why += ("; on the trainer.use_v1 TransferQueue path each prompt goes once to an agent-loop worker, "
+                    "which spawns its n samples itself, and results are keyed by uid: no positional order to tile")
+        return f"rollout dispatch {called}: rollout_order not applicable on this path: {why}"
+    if state == APPLIED:
+        return f"rollout dispatch {called}: rollout_order applied on this path: {detail}"
+    return f"rollout dispatch {called}: rollout_order {state}: {detail}"
+
+
+def _announcing(bound, verdict: str):
+    def generate_sequences(*args, **kwargs):
+        if verdict not in _said:
+            _said.add(verdict)
+            say(verdict)
+            say_patches_once("TaskRunner")
+        return bound(*args, **kwargs)
+
+    return generate_sequences
+
+
+def watch_manager(agent_loop_module) -> str:
+    """Wrap ``AgentLoopManager.__init__``: each manager (subclasses too) announces its first dispatch."""
+    from ..patches._util import wrap
+
+    base = agent_loop_module.AgentLoopManager
+
+    def make(original):
+        def __init__(self, *args, **kwargs):
+            original(self, *args, **kwargs)
+            try:
+                verdict = rollout_order_verdict(self, base)
+                self.generate_sequences = _announcing(self.generate_sequences, verdict)
+            except Exception as exc:  # a report must never break the run
+                say(f"could not tell the rollout dispatch path ({type(exc).__name__}: {exc})")
+
+        return __init__
+
+    wrap(base, "__init__", "rehearse_report", make)
+    return "AgentLoopManager (and subclasses) announce their dispatch path and the patch states at the first rollout"
