@@ -34,6 +34,7 @@ PATCHES = {
     "rehearse_backend": ("verl_ascend.rehearse.runtime", ("torch.distributed",)),
     "rehearse_offload": ("verl_ascend.rehearse.runtime", ("torch.distributed.fsdp._fully_shard._fsdp_api",)),
     "rehearse_rollout": ("verl_ascend.rehearse.runtime", ("verl.workers.rollout",)),
+    "rehearse_report": ("verl_ascend.rehearse.runtime", ("verl.experimental.agent_loop.agent_loop",)),
 }
 
 _state = {"active": False, "armed": False, "sources": [], "disabled_by_env": False}

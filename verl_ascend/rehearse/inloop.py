@@ -17,7 +17,7 @@ Lines start with :data:`PREFIX`; ``runner`` shows them live and the rehearsal's 
 
 import os
 
-from ..registry import APPLIED, summarize
+from verl_ascend.core.registry import APPLIED, summarize
 
 PREFIX = "verl-ascend rehearse:"
 _said = set()
@@ -29,7 +29,7 @@ def say(text: str) -> None:
 
 def patch_states(skip_prefix: str = "rehearse_") -> str:
     """``name state`` for every patch of this process (the rehearsal's own records left out)."""
-    from .. import registry
+    from verl_ascend.core import registry
 
     rows = [summarize(name) for name in registry.names() if not name.startswith(skip_prefix)]
     return ", ".join(f"{row['name']} {row['state']}" for row in rows)
@@ -43,7 +43,7 @@ def say_patches_once(role: str) -> None:
 
 
 def _rollout_order_outcome(target: str) -> tuple:
-    from .. import registry
+    from verl_ascend.core import registry
 
     if "rollout_order" not in registry.names():
         return "absent", "no rollout_order patch in this verl-ascend"
@@ -84,7 +84,7 @@ def _announcing(bound, verdict: str):
 
 def watch_manager(agent_loop_module) -> str:
     """Wrap ``AgentLoopManager.__init__``: each manager (subclasses too) announces its first dispatch."""
-    from ..patches._util import wrap
+    from verl_ascend.core.marks import wrap
 
     base = agent_loop_module.AgentLoopManager
 
