@@ -61,7 +61,7 @@ def test_status_json_lists_every_patch():
     report = json.loads(proc.stdout)
     assert [p["name"] for p in report["patches"]] == list(PATCHES)
     for patch in report["patches"]:
-        assert patch["state"] in {"applied", "not applicable", "disabled", "failed", "pending"}
+        assert patch["state"] in {"applied", "not applicable", "pending"}, patch  # none fails on this verl
     assert report["versions"]["verl"]
     assert report["plugin"]["active"] is True
 

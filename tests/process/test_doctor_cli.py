@@ -312,8 +312,7 @@ def test_local_ray_head_resources_against_the_plan():
         log.close()
         text = open(log.name).read()
         shutil.rmtree(ray_tmp, ignore_errors=True)
-        if "timed out during startup" in text:  # Ray's fixed 30 s raylet wait, hit on an overloaded machine
-            pytest.skip("Ray could not start a local node within its fixed 30 s on this (overloaded) machine")
+        # (Ray waits a fixed 30 s for its raylet, ray/_private/node.py; two attempts were made)
         raise AssertionError("ray head did not start: " + text[-2000:])
     try:
         address = json.loads(line)["address"]
