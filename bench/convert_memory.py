@@ -63,7 +63,7 @@ def build(path, hidden, layers, vocab):
 
 
 def child_ours(hf, out):
-    from verl_ascend.convert import main
+    from verl_ascend.commands.convert import main
 
     return main(["--hf_model_path", hf, "--output_path", out])
 

@@ -266,7 +266,7 @@ def _tiny_checkpoint(folder: Path, **config):
     ("tied_pp", ["--pp", "2"], "--pp 2 with tie_word_embeddings=true cannot be converted on a CPU-only host"),
 ])
 def test_bad_input_exits_2(tmp_path, capsys, monkeypatch, case, argv_extra, expected):
-    from verl_ascend.convert import main
+    from verl_ascend.commands.convert import main
 
     monkeypatch.delenv("WORLD_SIZE", raising=False)
     if case == "tied_pp":

@@ -98,7 +98,7 @@ def test_rehearsal_fixes_are_inert_outside_and_act_inside_a_rehearsal():
         "from verl.utils.device import get_device_name, get_nccl_backend, get_resource_name\n"
         "from torch.distributed.fsdp import CPUOffloadPolicy\n"
         "import verl.workers.rollout, verl.experimental.agent_loop.agent_loop\n"
-        "from verl_ascend import registry\n"
+        "from verl_ascend.core import registry\n"
         "out = dict(device=get_device_name(), backend=get_nccl_backend(), resource=get_resource_name(),\n"
         "           pin=CPUOffloadPolicy(pin_memory=True).pin_memory,\n"
         "           states={p['name']: [p['state'], p['targets'][0]['detail']] for p in registry.snapshot()\n"

@@ -301,7 +301,7 @@ def test_patched_source_changes_nothing_without_ascend(patched_tree):
     # situation (cuda) is tests/process/test_device.py::test_transfer_to_npu_without_plugin_reproduces_the_bug.
     _diffs_for_installed("device")
     patched = last_json(run_python(DEVICE_PROBE.format(prelude="", extra=""), env=_patched_env(patched_tree, fake_npu=False)))
-    extra = "from verl_ascend import support\nout['support'] = support.verdict()"
+    extra = "from verl_ascend.core import support\nout['support'] = support.verdict()"
     proc = run_python(DEVICE_PROBE.format(prelude="", extra=extra))
     stock = last_json(proc)
     assert patched["verl_file"].startswith(str(patched_tree))

@@ -62,10 +62,11 @@ class Diff:
 
 def patches_dir() -> Path:
     """The diffs shipped in the wheel, or the checkout's ``patches/`` when running from source."""
-    packaged = Path(__file__).resolve().parent / "upstream_patches"
+    package = Path(__file__).resolve().parents[1]  # verl_ascend/
+    packaged = package / "upstream_patches"
     if packaged.is_dir():
         return packaged
-    return Path(__file__).resolve().parents[1] / "patches"
+    return package.parent / "patches"
 
 
 def parse_header(text: str) -> dict:
