@@ -122,8 +122,3 @@ def report(environ=None) -> list:
                      else value, "valid": s.valid, "doc": s.doc, "problem": error})
     return rows
 
-
-def forwarded(environ=None) -> dict:
-    """Every ``VERL_ASCEND*`` variable that is set: what the driver hands to its Ray workers."""
-    env = os.environ if environ is None else environ
-    return {k: v for k, v in env.items() if k.startswith("VERL_ASCEND")}

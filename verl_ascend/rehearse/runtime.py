@@ -20,16 +20,16 @@ Upstream: none; verl has no CPU training path (the duplicate back-end string is 
 Remove when: verl ships a CPU platform and a CPU rollout.
 """
 
-import os
 
+from verl_ascend.core import settings
 from verl_ascend.core.registry import Patch
 
 ENV = "VERL_ASCEND_REHEARSE"
 NOT_REHEARSAL = f"not a rehearsal process ({ENV} unset)"
 
 
-def in_rehearsal(environ=os.environ) -> bool:
-    return environ.get(ENV, "").strip().lower() in ("1", "true", "yes", "on")
+def in_rehearsal(environ=None) -> bool:
+    return settings.get(ENV, environ)  # parsed with every other VERL_ASCEND* switch
 
 
 def _gate(probe):
