@@ -14,8 +14,9 @@ from pathlib import Path
 from omegaconf import OmegaConf
 
 from verl_ascend.core import verl_install
+from verl_ascend.core.findings import Finding
 
-from .findings import ERROR, INFO, Finding
+from .findings import ERROR, INFO, finding
 
 # DAPO's additions to the PPO config. The reward part moved when recipes left verl (0.7.1):
 # in-repo recipe/dapo used reward_model.*, verl-recipe uses reward.reward_manager / reward_kwargs.
@@ -107,7 +108,7 @@ def _compose_error(exc: Exception, source: str) -> Finding:
     group = _group_options(text)
     if group is not None:
         name, value, options = group
-        return Finding("compose", ERROR, (name.replace("/", "."),),
+        return finding("compose", ERROR, (name.replace("/", "."),),
                        f"composing {source} failed: config group '{name}' has no option '{value}' (options in the "
                        f"installed verl: {', '.join(options) or 'none'})",
                        f"write {name.replace('/', '.')}=<one of: {', '.join(options)}> (a config group takes an "
@@ -129,7 +130,7 @@ def _compose_error(exc: Exception, source: str) -> Finding:
             fix = _REMOVED[key.rsplit(".", 1)[-1]].format(version=verl_install.version())
     if not isinstance(exc, HydraException):
         text = f"{type(exc).__name__}: {text}"
-    return Finding("compose", ERROR, keys, f"composing {source} failed: {text.splitlines()[0]}"
+    return finding("compose", ERROR, keys, f"composing {source} failed: {text.splitlines()[0]}"
                    + ("" if len(text.splitlines()) == 1 else " " + " ".join(text.splitlines()[1:3])), fix)
 
 
@@ -147,7 +148,7 @@ def compose_launch(launch, verl_src=None) -> Composed:
         base = "ppo_megatron_trainer" if "megatron" in name else "ppo_trainer"
         source = (f"installed verl's {base} + DAPO's keys ({layout}.* layout, matching the installed verl); "
                   "no DAPO tree given: pass --verl-src to compose DAPO's own config")
-        findings.append(Finding("compose", INFO, (), f"DAPO composed without DAPO's config files: {source}",
+        findings.append(finding("compose", INFO, (), f"DAPO composed without DAPO's config files: {source}",
                                 "pass --verl-src VERL_SOURCE_OR_VERL_RECIPE_CHECKOUT for an exact check"))
         with tempfile.TemporaryDirectory(prefix="va-dapo-") as tmp:
             doc = {"defaults": [base, "_self_"]}
@@ -170,7 +171,7 @@ def compose_launch(launch, verl_src=None) -> Composed:
 
 def _try(cfg_dir, name, overrides, source, findings) -> Composed:
     if not Path(cfg_dir, f"{name}.yaml").is_file():
-        findings.append(Finding("compose", ERROR, (), f"config {name}.yaml not found in {cfg_dir}",
+        findings.append(finding("compose", ERROR, (), f"config {name}.yaml not found in {cfg_dir}",
                                 "fix --config-path/--config-name, or install the verl the recipe targets"))
         return Composed(None, source, findings)
     try:

@@ -23,7 +23,7 @@ import tempfile
 from pathlib import Path
 
 from . import sandbox
-from .findings import ERROR, INFO, WARNING, Finding
+from .findings import ERROR, INFO, WARNING, finding
 
 # Recorder for python/python3/torchrun: argv NUL-separated, then cwd and environment.
 _RECORDER = r"""#!/usr/bin/env bash
@@ -159,7 +159,7 @@ def extract(script: str, env_overrides=None, timeout: float = 60.0, cwd=None) ->
 
     script_path = Path(script).resolve()
     if not script_path.is_file():
-        return Extracted(None, [Finding("extract", ERROR, (), f"recipe script {script} does not exist",
+        return Extracted(None, [finding("extract", ERROR, (), f"recipe script {script} does not exist",
                                         "pass the path of a bash script that launches verl")], "", [])
     cwd = Path(cwd or os.getcwd()).resolve()
     with tempfile.TemporaryDirectory(prefix="va-check-") as tmp:
@@ -199,18 +199,18 @@ def extract(script: str, env_overrides=None, timeout: float = 60.0, cwd=None) ->
     if no_overlay:
         shown = [f"{line.rsplit(' ', 1)[0]} ({'empty' if line.endswith('tmpfs') else 'read-only'})"
                  for line in no_overlay]
-        findings.append(Finding("extract", INFO, (), "the kernel refused a throw-away writable layer (overlayfs in a "
+        findings.append(finding("extract", INFO, (), "the kernel refused a throw-away writable layer (overlayfs in a "
                                 f"user namespace needs Linux >= 5.11) over {', '.join(shown)} while the script ran: "
                                 "reads or writes there failed; running check as root avoids this"))
     if timed_out:
-        findings.append(Finding("extract", ERROR if not launches else WARNING, (),
+        findings.append(finding("extract", ERROR if not launches else WARNING, (),
                                 f"{script} did not finish within {timeout:.0f} s in the check sandbox (python/ray "
                                 "calls are recorded, not run); every process it started was ended",
                                 "remove waits or loops that need a live cluster from the launch script"))
     if not launches:
         if not timed_out:
             tail = [line for line in stderr.strip().splitlines() if line.strip()][-5:]
-            findings.append(Finding(
+            findings.append(finding(
                 "extract", ERROR, (),
                 f"{script} made no `python -m ...main_ppo/main_dapo` call under bash (exit {proc.returncode})"
                 + (": " + " | ".join(tail) if tail else ""), _no_launch_fix(stderr)))

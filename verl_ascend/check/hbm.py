@@ -12,7 +12,7 @@ KV cache, next to whatever training state is not offloaded.
 
 import math
 
-from .findings import ERROR, INFO, WARNING, Finding
+from .findings import ERROR, INFO, WARNING, finding
 from .layout import ARR, get, rollout_layout, train_layout
 
 GB = 1e9
@@ -79,11 +79,11 @@ def estimate(ctx) -> list:
         fix = ("raise TP/PP/EP, lower ppo_micro_batch_size_per_gpu, or enable full recompute "
                f"(+{lay.otc_key('recompute_granularity')}=full with recompute_method=uniform)")
         if total > rank_gb:
-            out.append(Finding("hbm", ERROR, keys, msg + ": does not fit", fix))
+            out.append(finding("hbm", ERROR, keys, msg + ": does not fit", fix))
         elif total > 0.9 * rank_gb:
-            out.append(Finding("hbm", WARNING, keys, msg + ": under 10% headroom", fix))
+            out.append(finding("hbm", WARNING, keys, msg + ": under 10% headroom", fix))
         else:
-            out.append(Finding("hbm", INFO, (), msg))
+            out.append(finding("hbm", INFO, (), msg))
         m = f"{ARR}.actor.megatron"
         param_off = bool(get(cfg, f"{m}.param_offload", False))
         # verl >= 0.8 has no grad_offload key: gradients move with the parameters
@@ -103,11 +103,11 @@ def estimate(ctx) -> list:
              f"{ARR}.actor.megatron.optimizer_offload")
     msg = f"rollout phase ~{total:.1f} of {rank_gb:.0f} GB {per} ({_fmt(rollout_parts)})"
     if total > rank_gb:
-        out.append(Finding("hbm", ERROR, rkeys, msg + ": training state left on the card plus vLLM's share do not fit",
+        out.append(finding("hbm", ERROR, rkeys, msg + ": training state left on the card plus vLLM's share do not fit",
                            "set actor_rollout_ref.actor.megatron.param_offload=True and optimizer_offload=True "
                            "(ref.megatron.param_offload=True), or lower gpu_memory_utilization"))
     else:
-        out.append(Finding("hbm", INFO, (), msg))
+        out.append(finding("hbm", INFO, (), msg))
     expert_split = ro.ep if (facts.is_moe and ro.ep > 1) else ro.tp
     weights = 2 * (facts.dense_params() / ro.tp + (facts.expert_params() / expert_split if facts.is_moe else 0))
     kv_budget = engine - weights - ENGINE_WORKSPACE_GB * GB
@@ -115,7 +115,7 @@ def estimate(ctx) -> list:
     kv_keys = (f"{ARR}.rollout.gpu_memory_utilization", f"{ARR}.rollout.tensor_model_parallel_size",
                f"{ARR}.rollout.expert_parallel_size")
     if kv_budget <= 0:
-        out.append(Finding("hbm", ERROR, kv_keys,
+        out.append(finding("hbm", ERROR, kv_keys,
                            f"rollout weights need {weights / GB:.1f} GB {per} (TP {ro.tp}"
                            + (f", EP {ro.ep}" if facts.is_moe else "") + f") but gpu_memory_utilization {util} gives "
                            f"vLLM {engine / GB:.1f} GB: no room for a KV cache",
@@ -128,11 +128,11 @@ def estimate(ctx) -> list:
     msg = (f"rollout KV cache ~{kv_budget / GB:.1f} GB {per} after {weights / GB:.1f} GB of weights: "
            f"~{tokens} tokens, ~{concurrent} sequences of {seq} tokens per replica at once")
     if concurrent < 1:
-        out.append(Finding("hbm", ERROR, kv_keys + ("data.max_prompt_length", "data.max_response_length"),
+        out.append(finding("hbm", ERROR, kv_keys + ("data.max_prompt_length", "data.max_response_length"),
                            msg + ": not even one sequence fits", "raise gpu_memory_utilization or rollout TP"))
     elif concurrent < 4:
-        out.append(Finding("hbm", WARNING, kv_keys, msg + ": generation will run nearly serially",
+        out.append(finding("hbm", WARNING, kv_keys, msg + ": generation will run nearly serially",
                            "raise gpu_memory_utilization or rollout TP"))
     else:
-        out.append(Finding("hbm", INFO, (), msg))
+        out.append(finding("hbm", INFO, (), msg))
     return out

@@ -1,6 +1,8 @@
-"""Text rendering of a check report (JSON is the report dict itself)."""
+"""Text rendering of a check report (JSON is the report dict itself): the recipe's header lines, then
+the findings and the result line every command shows."""
 
-_MARK = {"error": "ERROR", "warning": "WARN ", "info": "info "}
+from verl_ascend.core.findings import Finding, verdict
+from verl_ascend.core.findings import lines as finding_lines
 
 
 def text(report: dict) -> str:
@@ -35,11 +37,6 @@ def text(report: dict) -> str:
     if verl:
         state = "passed" if not verl["errors"] else "refused: " + " | ".join(verl["errors"])
         lines.append(f"verl:   {', '.join(verl['ran']) or 'no validation found'}: {state}")
-    for f in report["findings"]:
-        keys = f" [{', '.join(f['keys'])}]" if f["keys"] else ""
-        lines.append(f"{_MARK[f['severity']]} {f['rule']}: {f['message']}{keys}")
-        if f["fix"] and f["severity"] != "info":
-            lines.append(f"       fix: {f['fix']}")
-    verdict = {0: "OK", 1: "warnings", 2: "errors"}[report["exit_code"]]
-    lines.append(f"result: {verdict} (exit {report['exit_code']})")
+    lines += finding_lines(Finding(**f) for f in report["findings"])
+    lines.append(verdict(report["exit_code"]))
     return "\n".join(lines)

@@ -4,7 +4,7 @@ import contextlib
 import os
 
 from . import compose, extract, hbm, model_facts, profiles, rules, trainer_path, verl_checks
-from .findings import ERROR, INFO, Finding, exit_code
+from .findings import ERROR, INFO, exit_code, finding
 from .layout import ARR, get, rollout_layout, train_layout, world_size
 
 
@@ -94,7 +94,7 @@ def _run_check(script, sets, verl_src, device) -> dict:
     for key, path in remote.items():
         where = ("is not on this machine" if os.path.isabs(os.path.expanduser(path))
                  else "is not on this machine: as a hub id, verl downloads it at start-up")
-        findings.append(Finding("model", INFO, (key,), f"{path} {where}; checked offline, so what needs its "
+        findings.append(finding("model", INFO, (key,), f"{path} {where}; checked offline, so what needs its "
                                 "files was skipped"))
     if remote:  # verl's validation needed a remote model's files: that is not the recipe's error
         verl_found = [f for f in verl_found if not any(p in f.message for p in remote.values())
@@ -102,7 +102,7 @@ def _run_check(script, sets, verl_src, device) -> dict:
     use_ref = verl_checks.uses_reference_policy(cfg)
     facts, why = model_facts.lookup(get(cfg, f"{ARR}.model.path"))
     if facts is None:
-        findings.append(Finding("model", INFO, (f"{ARR}.model.path",),
+        findings.append(finding("model", INFO, (f"{ARR}.model.path",),
                                 f"model facts unavailable ({why}): layer, head, expert and memory rules skipped"))
     else:
         report["model"] = {"name": facts.name, "source": facts.source, "layers": facts.num_layers,

@@ -4,7 +4,7 @@ numbers and a fix. Facts about the model may be None (then model-dependent rules
 import dataclasses
 from typing import Optional
 
-from .findings import ERROR, INFO, WARNING, Finding
+from .findings import ERROR, INFO, WARNING, finding
 from .layout import ARR, get, rollout_layout, train_layout, world_size
 from .model_facts import ModelFacts
 from .profiles import DEFAULT, PROFILES, Profile
@@ -51,14 +51,14 @@ def parallel(ctx: Context) -> list:
     for lay in ctx.layouts():
         if not lay.is_megatron:
             if world % lay.cp:
-                out.append(Finding("parallel", ERROR, NODE + (f"{ARR}.{lay.role}.ulysses_sequence_parallel_size",),
+                out.append(finding("parallel", ERROR, NODE + (f"{ARR}.{lay.role}.ulysses_sequence_parallel_size",),
                                    f"{lay.role}: world size {world} is not divisible by Ulysses SP {lay.cp}",
                                    f"use a sequence parallel size among {_divisors_near(world, lay.cp)}"))
             continue
         keys = NODE + tuple(lay.key(k) for k in ("tensor_model_parallel_size", "pipeline_model_parallel_size",
                                                  "context_parallel_size"))
         if world % lay.model_parallel:
-            out.append(Finding("parallel", ERROR, keys,
+            out.append(finding("parallel", ERROR, keys,
                                f"{lay.role}: world size {world} (trainer.nnodes x n_gpus_per_node) is not divisible by "
                                f"TP {lay.tp} x PP {lay.pp} x CP {lay.cp} = {lay.model_parallel}",
                                f"set trainer.nnodes to a multiple of {_nodes_for(ctx.cfg, lay.model_parallel)}, or choose "
@@ -68,7 +68,7 @@ def parallel(ctx: Context) -> list:
         if moe or lay.ep > 1:
             per_stage = world // lay.pp
             if per_stage % (lay.etp * lay.ep):
-                out.append(Finding("parallel", ERROR, NODE + (lay.key("pipeline_model_parallel_size"),
+                out.append(finding("parallel", ERROR, NODE + (lay.key("pipeline_model_parallel_size"),
                                                               lay.key("expert_model_parallel_size"),
                                                               lay.key("expert_tensor_parallel_size")),
                                    f"{lay.role}: {per_stage} ranks per pipeline stage ({world} / PP {lay.pp}) are not "
@@ -77,11 +77,11 @@ def parallel(ctx: Context) -> list:
         if lay.tp > int(get(ctx.cfg, "trainer.n_gpus_per_node", 8)):
             hccs = ctx.profile.superpod and str(ctx.launch_env.get("HCCL_INTER_HCCS_DISABLE", "")).upper() != "TRUE"
             if hccs:
-                out.append(Finding("parallel", INFO, (lay.key("tensor_model_parallel_size"), NODE[1]),
+                out.append(finding("parallel", INFO, (lay.key("tensor_model_parallel_size"), NODE[1]),
                                    f"{lay.role}: TP {lay.tp} spans servers ({NODE[1]}={get(ctx.cfg, NODE[1])}): inside "
                                    "an A3 SuperPoD that traffic goes over HCCS, across SuperPoDs over RoCE"))
             else:
-                out.append(Finding("parallel", WARNING, (lay.key("tensor_model_parallel_size"), NODE[1]),
+                out.append(finding("parallel", WARNING, (lay.key("tensor_model_parallel_size"), NODE[1]),
                                    f"{lay.role}: TP {lay.tp} spans nodes ({NODE[1]}={get(ctx.cfg, NODE[1])}): tensor "
                                    "parallel traffic then crosses RoCE on every layer",
                                    "keep TP within a node; use PP or EP across nodes"))
@@ -89,14 +89,14 @@ def parallel(ctx: Context) -> list:
     rkeys = NODE + (f"{ARR}.rollout.tensor_model_parallel_size", f"{ARR}.rollout.data_parallel_size",
                     f"{ARR}.rollout.pipeline_model_parallel_size")
     if world % ro.replica:
-        out.append(Finding("parallel", ERROR, rkeys,
+        out.append(finding("parallel", ERROR, rkeys,
                            f"rollout: world size {world} is not divisible by one rollout replica = TP {ro.tp} x DP "
                            f"{ro.dp} x PP {ro.pp} = {ro.replica}",
                            f"set trainer.nnodes to a multiple of {_nodes_for(ctx.cfg, ro.replica)}, or choose a "
                            f"replica size dividing {world}, e.g. "
                            f"{' or '.join(str(d) for d in _divisors_near(world, ro.replica))}"))
     if ro.ep > 1 and ro.ep != ro.tp * ro.dp:
-        out.append(Finding("parallel", ERROR, (f"{ARR}.rollout.expert_parallel_size",) + rkeys[2:4],
+        out.append(finding("parallel", ERROR, (f"{ARR}.rollout.expert_parallel_size",) + rkeys[2:4],
                            f"rollout: expert_parallel_size {ro.ep} must equal TP {ro.tp} x DP {ro.dp} = {ro.tp * ro.dp}",
                            f"set actor_rollout_ref.rollout.expert_parallel_size={ro.tp * ro.dp}"))
     return out
@@ -113,26 +113,26 @@ def batch(ctx: Context) -> list:
     k_micro = f"{ARR}.actor.ppo_micro_batch_size_per_gpu"
     adv = str(get(cfg, "algorithm.adv_estimator", ""))
     if adv in ("grpo", "rloo", "grpo_passk", "opo", "gpg") and n < 2:
-        out.append(Finding("batch", ERROR, (k_n, "algorithm.adv_estimator"),
+        out.append(finding("batch", ERROR, (k_n, "algorithm.adv_estimator"),
                            f"{adv} compares responses within a group, but rollout.n={n}: every advantage is 0",
                            "set actor_rollout_ref.rollout.n to 4 or more (8-16 is usual)"))
     if not dp or not tbs or not mini:
         return out
     if tbs < mini:
-        out.append(Finding("batch", ERROR, (k_tbs, k_mini),
+        out.append(finding("batch", ERROR, (k_tbs, k_mini),
                            f"ppo_mini_batch_size {mini} is larger than train_batch_size {tbs}",
                            f"set {k_mini} to a divisor of {tbs}"))
         return out
     if tbs % mini:
-        out.append(Finding("batch", WARNING, (k_tbs, k_mini),
+        out.append(finding("batch", WARNING, (k_tbs, k_mini),
                            f"train_batch_size {tbs} is not a multiple of ppo_mini_batch_size {mini}: the last "
                            "mini-batch of every step is smaller", f"set {k_mini} to a divisor of {tbs}"))
     if (tbs * n) % dp:
-        out.append(Finding("batch", ERROR, (k_tbs, k_n) + NODE,
+        out.append(finding("batch", ERROR, (k_tbs, k_n) + NODE,
                            f"train_batch_size {tbs} x n {n} = {tbs * n} sequences do not split evenly over the "
                            f"actor's {dp} data-parallel ranks", f"make train_batch_size x n a multiple of {dp}"))
     elif (mini * n) % dp:
-        out.append(Finding("batch", ERROR, (k_mini, k_n) + NODE,
+        out.append(finding("batch", ERROR, (k_mini, k_n) + NODE,
                            f"ppo_mini_batch_size {mini} x n {n} = {mini * n} is not divisible by the actor's {dp} "
                            "data-parallel ranks (verl floors the per-rank mini-batch)",
                            f"make ppo_mini_batch_size x n a multiple of {dp}"))
@@ -140,12 +140,12 @@ def batch(ctx: Context) -> list:
         per_rank = mini * n // dp
         micro = get(cfg, f"{ARR}.actor.ppo_micro_batch_size_per_gpu")
         if micro and per_rank % int(micro):
-            out.append(Finding("batch", ERROR, (k_micro, k_mini, k_n),
+            out.append(finding("batch", ERROR, (k_micro, k_mini, k_n),
                                f"per-rank mini-batch {per_rank} (= {mini} x {n} / DP {dp}) is not divisible by "
                                f"ppo_micro_batch_size_per_gpu {micro}",
                                f"use a micro-batch among {[d for d in range(1, min(per_rank, 16) + 1) if per_rank % d == 0]}"))
         elif micro and actor.is_megatron and actor.pp > 1 and per_rank // int(micro) < actor.pp:
-            out.append(Finding("batch", WARNING, (k_micro, actor.key("pipeline_model_parallel_size")),
+            out.append(finding("batch", WARNING, (k_micro, actor.key("pipeline_model_parallel_size")),
                                f"{per_rank // int(micro)} micro-batches per mini-batch for PP {actor.pp}: the pipeline "
                                "idles most of the time", f"use at least {actor.pp} micro-batches per mini-batch"))
     return out
@@ -159,7 +159,7 @@ def lengths(ctx: Context) -> list:
     ro = f"{ARR}.rollout"
     max_model_len = get(cfg, f"{ro}.max_model_len")
     if max_model_len and int(max_model_len) < seq:
-        out.append(Finding("lengths", ERROR, (f"{ro}.max_model_len",) + pr,
+        out.append(finding("lengths", ERROR, (f"{ro}.max_model_len",) + pr,
                            f"prompt {p} + response {r} = {seq} tokens exceed rollout.max_model_len {max_model_len}",
                            f"raise {ro}.max_model_len to >= {seq} or shorten the lengths"))
     batched = get(cfg, f"{ro}.max_num_batched_tokens")
@@ -169,12 +169,12 @@ def lengths(ctx: Context) -> list:
     if engine == "vllm" and batched and not get(cfg, f"{ro}.enable_chunked_prefill", True) and int(batched) < seq:
         keys = (f"{ro}.max_num_batched_tokens", f"{ro}.enable_chunked_prefill") + pr
         if ctx.verl_raises_batched_tokens:
-            out.append(Finding("lengths", INFO, keys,
+            out.append(finding("lengths", INFO, keys,
                                f"without chunked prefill max_num_batched_tokens {batched} < max_model_len: the "
                                "installed verl raises it to max_model_len when the vLLM server starts (a larger "
                                "scheduler step than written)", f"set {ro}.max_num_batched_tokens >= {seq}"))
         else:
-            out.append(Finding("lengths", ERROR, keys,
+            out.append(finding("lengths", ERROR, keys,
                                f"without chunked prefill a {seq}-token sequence must fit max_num_batched_tokens {batched}",
                                f"set {ro}.max_num_batched_tokens >= {seq} or {ro}.enable_chunked_prefill=True"))
     # verl packs dynamic batches to limit x the role's sequence-parallel size (Ulysses for FSDP,
@@ -188,13 +188,13 @@ def lengths(ctx: Context) -> list:
         limit = get(cfg, key)
         if get(cfg, dyn_key, False) and limit and int(limit) * sp < seq:
             per = f" x sequence parallel {sp} = {int(limit) * sp}" if sp > 1 else ""
-            out.append(Finding("lengths", ERROR, (key, dyn_key) + pr,
+            out.append(finding("lengths", ERROR, (key, dyn_key) + pr,
                                f"with dynamic batch size one {seq}-token sequence must fit "
                                f"{key.rsplit('.', 1)[1]}={limit}{per}",
                                f"set {key} >= {-(-seq // sp)}"))
     facts = ctx.facts
     if facts and facts.max_position_embeddings and seq > facts.max_position_embeddings:
-        out.append(Finding("lengths", ERROR, pr,
+        out.append(finding("lengths", ERROR, pr,
                            f"prompt {p} + response {r} = {seq} exceeds {facts.name}'s max_position_embeddings "
                            f"{facts.max_position_embeddings}: vLLM refuses max_model_len beyond it",
                            f"keep prompt + response <= {facts.max_position_embeddings} (or configure RoPE scaling)"))
@@ -226,19 +226,19 @@ def pipeline(ctx: Context) -> list:
         rest = layers - (first or 0) - (last or 0)
         if first is None and last is None:
             if layers % lay.pp:
-                out.append(Finding("pipeline", ERROR, keys,
+                out.append(finding("pipeline", ERROR, keys,
                                    f"{lay.role}: {ctx.facts.name} has {layers} layers, not divisible by PP {lay.pp}, and "
                                    "no first/last pipeline stage sizes are set for this role",
                                    f"{_stage_split_fix(layers, lay.pp)} (under {lay.otc_key('')[:-1]})"))
             continue
         bad = rest < 0 or (middle_stages == 0 and rest != 0) or (middle_stages > 0 and (rest % middle_stages or rest == 0))
         if bad:
-            out.append(Finding("pipeline", ERROR, keys,
+            out.append(finding("pipeline", ERROR, keys,
                                f"{lay.role}: first stage {first} + last stage {last} layers leave {rest} of "
                                f"{ctx.facts.name}'s {layers} layers for {middle_stages} middle stages (PP {lay.pp}): "
                                "not an even split", _stage_split_fix(layers, lay.pp)))
         elif lay.vpp and middle_stages and (rest // middle_stages) % int(lay.vpp):
-            out.append(Finding("pipeline", ERROR, keys + (lay.key("virtual_pipeline_model_parallel_size"),),
+            out.append(finding("pipeline", ERROR, keys + (lay.key("virtual_pipeline_model_parallel_size"),),
                                f"{lay.role}: {rest // middle_stages} layers per stage do not split into VPP {lay.vpp} chunks",
                                "choose a VPP dividing the layers per stage"))
     return out
@@ -252,7 +252,7 @@ def heads(ctx: Context) -> list:
     for lay in ctx.megatron_layouts():
         key = lay.key("tensor_model_parallel_size")
         if facts.num_heads % lay.tp or facts.num_kv_heads % lay.tp:
-            out.append(Finding("heads", ERROR, (key,),
+            out.append(finding("heads", ERROR, (key,),
                                f"{lay.role}: TP {lay.tp} must divide {facts.name}'s {facts.num_heads} attention heads and "
                                f"{facts.num_kv_heads} KV heads (Megatron splits query groups across TP)",
                                f"use a TP dividing {facts.num_kv_heads}: "
@@ -261,7 +261,7 @@ def heads(ctx: Context) -> list:
     key = f"{ARR}.rollout.tensor_model_parallel_size"
     kv_ok = facts.num_kv_heads % ro.tp == 0 or ro.tp % facts.num_kv_heads == 0
     if facts.num_heads % ro.tp or not kv_ok:
-        out.append(Finding("heads", ERROR, (key,),
+        out.append(finding("heads", ERROR, (key,),
                            f"rollout: TP {ro.tp} must divide {facts.name}'s {facts.num_heads} attention heads, and KV "
                            f"heads {facts.num_kv_heads} must divide or be divisible by it (vLLM)",
                            f"use a rollout TP among {[d for d in (1, 2, 4, 8, 16) if facts.num_heads % d == 0]}"))
@@ -276,15 +276,15 @@ def experts(ctx: Context) -> list:
     for lay in ctx.megatron_layouts():
         key = lay.key("expert_model_parallel_size")
         if facts.is_moe and facts.num_experts % lay.ep:
-            out.append(Finding("experts", ERROR, (key,),
+            out.append(finding("experts", ERROR, (key,),
                                f"{lay.role}: EP {lay.ep} does not divide {facts.name}'s {facts.num_experts} experts",
                                f"use an EP dividing {facts.num_experts}"))
         elif not facts.is_moe and lay.ep > 1:
-            out.append(Finding("experts", WARNING, (key,), f"{lay.role}: EP {lay.ep} set for dense {facts.name}",
+            out.append(finding("experts", WARNING, (key,), f"{lay.role}: EP {lay.ep} set for dense {facts.name}",
                                f"remove {key} (it only applies to MoE models)"))
     ro = rollout_layout(ctx.cfg)
     if facts.is_moe and ro.ep > 1 and facts.num_experts % ro.ep:
-        out.append(Finding("experts", ERROR, (f"{ARR}.rollout.expert_parallel_size",),
+        out.append(finding("experts", ERROR, (f"{ARR}.rollout.expert_parallel_size",),
                            f"rollout: EP {ro.ep} does not divide {facts.name}'s {facts.num_experts} experts",
                            f"use a rollout TP x DP dividing {facts.num_experts}"))
     return out
@@ -294,19 +294,19 @@ def known_bad(ctx: Context) -> list:
     out = []
     for lay in ctx.layouts():
         if lay.is_megatron and lay.use_mbridge and lay.vpp and int(lay.vpp) > 1:
-            out.append(Finding("known-bad", ERROR, (lay.key("use_mbridge"), lay.key("virtual_pipeline_model_parallel_size")),
+            out.append(finding("known-bad", ERROR, (lay.key("use_mbridge"), lay.key("virtual_pipeline_model_parallel_size")),
                                f"{lay.role}: mbridge cannot build models with virtual pipeline parallel (VPP {lay.vpp})",
                                f"remove {lay.key('virtual_pipeline_model_parallel_size')} or set use_mbridge=False "
                                "with a converted dist checkpoint"))
     device = str(get(ctx.cfg, "trainer.device", "cuda"))
     if device == "cuda" and not ctx.has_auto_set_device:
         if ctx.device_patch_active:
-            out.append(Finding("known-bad", WARNING, ("trainer.device",),
+            out.append(finding("known-bad", WARNING, ("trainer.device",),
                                "trainer.device=cuda on a verl without auto_set_device (<= 0.6): only verl-ascend's "
                                "trainer_device patch turns it into npu, so every node needs verl-ascend installed",
                                "set trainer.device=npu"))
         else:
-            out.append(Finding("known-bad", ERROR, ("trainer.device",),
+            out.append(finding("known-bad", ERROR, ("trainer.device",),
                                "trainer.device=cuda on a verl without auto_set_device (<= 0.6) and without verl-ascend's "
                                "trainer_device patch: Ray waits forever for GPU bundles on an NPU cluster",
                                "set trainer.device=npu"))
@@ -317,16 +317,16 @@ def env(launch_env: dict, profile: Profile = PROFILES[DEFAULT]) -> list:
     out = []
     hccl, gloo = launch_env.get("HCCL_SOCKET_IFNAME"), launch_env.get("GLOO_SOCKET_IFNAME")
     if bool(hccl) != bool(gloo) or (hccl and gloo and hccl != gloo):
-        out.append(Finding("env", WARNING, ("HCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME"),
+        out.append(finding("env", WARNING, ("HCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME"),
                            f"HCCL_SOCKET_IFNAME={hccl or '(unset)'} and GLOO_SOCKET_IFNAME={gloo or '(unset)'} differ: "
                            "'Gloo connectFullMesh failed' / HCCL error 9 on multi-node jobs",
                            "export both to the same real interface (recipes/a2_env.sh: SOCKET_IFNAME=...)"))
     if profile.superpod and str(launch_env.get("HCCL_INTER_HCCS_DISABLE", "")).upper() == "TRUE":
-        out.append(Finding("env", WARNING, ("HCCL_INTER_HCCS_DISABLE",),
+        out.append(finding("env", WARNING, ("HCCL_INTER_HCCS_DISABLE",),
                            "HCCL_INTER_HCCS_DISABLE=TRUE: servers of one A3 SuperPoD talk over RoCE instead of HCCS",
                            "unset it (default FALSE) unless HCCS is known to be broken"))
     if profile.superpod and "HCCL_INTRA_ROCE_ENABLE" in launch_env:
-        out.append(Finding("env", INFO, ("HCCL_INTRA_ROCE_ENABLE",),
+        out.append(finding("env", INFO, ("HCCL_INTRA_ROCE_ENABLE",),
                            "HCCL_INTRA_ROCE_ENABLE has no effect for verl on A3 (CANN: only with LLM-DataDist)"))
     return out
 
@@ -337,7 +337,7 @@ def node(ctx: Context) -> list:
     per_node = int(get(ctx.cfg, NODE[1], 8))
     if per_node != prof.ranks_per_node:
         note = " (an Atlas 200T A2 Box16 has 16)" if prof.name.startswith("a2") and per_node == 16 else ""
-        out.append(Finding("parallel", WARNING, (NODE[1],),
+        out.append(finding("parallel", WARNING, (NODE[1],),
                            f"{NODE[1]}={per_node}, but a {prof.title} server has {prof.ranks_per_node} ranks"
                            f"{' (8 cards x 2 dies)' if prof.ranks_per_card == 2 else ''}{note}: the job leaves NPUs idle "
                            "or waits for ones that do not exist", f"set {NODE[1]}={prof.ranks_per_node}, or check "
@@ -346,7 +346,7 @@ def node(ctx: Context) -> list:
     if visible:
         ids = [v for v in visible.split(",") if v.strip()]
         if len(ids) != per_node:
-            out.append(Finding("parallel", WARNING, ("ASCEND_RT_VISIBLE_DEVICES", NODE[1]),
+            out.append(finding("parallel", WARNING, ("ASCEND_RT_VISIBLE_DEVICES", NODE[1]),
                                f"ASCEND_RT_VISIBLE_DEVICES lists {len(ids)} devices, {NODE[1]}={per_node}",
                                f"list {per_node} device ids (0..{per_node - 1}"
                                + (", die indices on A3" if prof.ranks_per_card == 2 else "") + ")"))

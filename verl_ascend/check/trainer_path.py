@@ -2,8 +2,9 @@
 (facts from :mod:`verl_ascend.core.verl_install`: the installed verl's config and package metadata)."""
 
 from verl_ascend.core import verl_install
+from verl_ascend.core.findings import Finding
 
-from .findings import INFO, WARNING, Finding
+from .findings import INFO, WARNING, finding
 from .layout import get
 
 
@@ -18,11 +19,11 @@ def findings(cfg, verl_version: str) -> tuple:
     if not missing:
         return name, []
     fix = verl_install.v1_install_hint(missing) + ", or run the Ray PPO trainer with trainer.use_v1=False"
-    return name, [Finding("trainer", WARNING, ("trainer.use_v1",),
+    return name, [finding("trainer", WARNING, ("trainer.use_v1",),
                           f"the recipe runs verl's {name}; it imports {', '.join(missing)}, not installed in this "
                           "environment: where the cluster's environment matches this one, main_ppo fails at start-up",
                           fix)]
 
 
 def describe(name: str) -> Finding:
-    return Finding("trainer", INFO, ("trainer.use_v1",), f"trainer loop: {name}")
+    return finding("trainer", INFO, ("trainer.use_v1",), f"trainer loop: {name}")

@@ -14,7 +14,7 @@ import os
 import re
 import warnings
 
-from .findings import ERROR, Finding
+from .findings import ERROR, finding
 
 
 def uses_reference_policy(cfg) -> bool:
@@ -59,7 +59,7 @@ def run_verl_validation(cfg) -> tuple:
             try:
                 validate_config(cfg, use_reference_policy=uses_reference_policy(cfg), use_critic=uses_critic(cfg))
             except Exception as exc:
-                findings.append(Finding("verl", ERROR, (), f"verl's validate_config refused the config: {_message(exc)}",
+                findings.append(finding("verl", ERROR, (), f"verl's validate_config refused the config: {_message(exc)}",
                                         "change the values the message names"))
         rollout = cfg.actor_rollout_ref.rollout
         if "_target_" in rollout:
@@ -69,7 +69,7 @@ def run_verl_validation(cfg) -> tuple:
 
                 omega_conf_to_dataclass(rollout)
             except Exception as exc:
-                findings.append(Finding("verl", ERROR, ("actor_rollout_ref.rollout",),
+                findings.append(finding("verl", ERROR, ("actor_rollout_ref.rollout",),
                                         f"verl's rollout config refused actor_rollout_ref.rollout: {_message(exc)}",
                                         "change the rollout values the message names"))
     return ran, findings

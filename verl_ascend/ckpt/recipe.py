@@ -8,7 +8,7 @@ uneven parameters fails with "Cannot merge two lists with different lengths" (ra
 PR #66).
 """
 
-from .scan import ERROR, INFO, WARNING, Finding
+from verl_ascend.core.findings import ERROR, INFO, WARNING, Finding
 
 _NAMES = {"tensor": "TP", "pipeline": "PP", "expert": "EP", "cp": "CP"}
 

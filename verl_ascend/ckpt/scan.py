@@ -19,24 +19,13 @@ import json
 import re
 from pathlib import Path
 
-ERROR, WARNING, INFO = "error", "warning", "info"
+from verl_ascend.core.findings import ERROR, INFO, WARNING, Finding
+
 TRACKER = "latest_checkpointed_iteration.txt"
 MANIFEST = "ckpt_contents.json"
 ROLES = ("actor", "critic")
 FSDP_KINDS = ("model", "optim", "extra_state")
 SHARD_MISSING = "shard_missing"  # code of: per-rank files (dist_ckpt shards, FSDP rank files) not on this node
-
-
-@dataclasses.dataclass
-class Finding:
-    severity: str
-    path: str       # the file or folder it is about
-    message: str
-    fix: str = ""
-    code: str = ""  # stable name of the kind of finding, for tools reading --json (ckpt sync)
-
-    def as_dict(self) -> dict:
-        return dataclasses.asdict(self)
 
 
 @dataclasses.dataclass
@@ -99,7 +88,7 @@ def check_dist_ckpt(folder: Path, out: list) -> None:
         if not shard.is_file():
             out.append(Finding(ERROR, str(shard), "a shard the checkpoint's .metadata names is missing on this node",
                                "copy the step's shards here (rsync from that node), or use shared storage",
-                               SHARD_MISSING))
+                               code=SHARD_MISSING))
         elif shard.stat().st_size < end:
             out.append(Finding(ERROR, str(shard), f"shard is {shard.stat().st_size} bytes, .metadata needs {end}: "
                                "the save was cut short or the copy is incomplete", "copy it again from where it was "
@@ -159,7 +148,7 @@ def check_fsdp(role: Role, step: int, out: list) -> None:
         out.append(Finding(ERROR, str(role.path), f"{len(missing)} of {3 * world} per-rank files are missing on this "
                            f"node, e.g. {', '.join(missing[:3])}: every rank 0..{world - 1} loads its own",
                            "copy them from the nodes that wrote them (rsync), or use shared "
-                           "storage", SHARD_MISSING))
+                           "storage", code=SHARD_MISSING))
     if not (role.path / "huggingface").is_dir():
         out.append(Finding(WARNING, str(role.path / "huggingface"), "the HF config/tokenizer export (rank 0) is "
                            "missing here: resume works, converting this step to HF does not", "copy it from rank 0's node"))

@@ -34,6 +34,8 @@ import re
 import sys
 from pathlib import PurePosixPath
 
+from verl_ascend.core.findings import ERROR, INFO, WARNING, Finding, exit_code, lines, verdict
+
 from . import nodes
 from .scan import MANIFEST, ROLES, SHARD_MISSING, TRACKER
 
@@ -41,7 +43,6 @@ _STEP = re.compile(r"global_step_(\d+)/")
 _SHARD = re.compile(r"(^|/)(__\d+_\d+\.distcp|(model|optim|extra_state)_world_size_\d+_rank_\d+\.pt)$|/mp_rank_\d+(_\d+)?/")
 _FSDP_RANK = re.compile(r"(model|optim|extra_state)_world_size_(\d+)_rank_(\d+)\.pt")
 FSDP_CONFIG = "fsdp_config.json"
-_SEVERITY = {"error": 2, "warning": 1, "info": 0}
 
 
 def unfinished(step: int, union: dict):
@@ -118,28 +119,34 @@ def recheck(ssh, node, root, python, union, kept, here) -> dict:
     A node where the check cannot run is an error of that node; the other nodes are still checked."""
     try:
         code, report = nodes.remote_check(ssh, node, root, python)
+        checked = [Finding(**f) for f in report.get("findings", [])]
     except nodes.NodeError as exc:
-        return {"exit_code": 2, "check_exit_code": None,
-                "findings": [{"severity": "error", "path": str(node), "message": exc.message, "fix": exc.fix}]}
+        return _unchecked(node, exc.message, exc.fix)
+    except TypeError as exc:  # a report without the shared finding fields: another verl-ascend there
+        return _unchecked(node, f"its `ckpt check --json` report is of another verl-ascend version ({exc})",
+                          "install this verl-ascend version on every node, or pass its python as --remote-python")
     findings, elsewhere = [], []
-    for f in report.get("findings", []):
-        rel = os.path.relpath(f["path"], root)
+    for f in checked:
+        rel = os.path.relpath(f.subject, root)
         m = _STEP.match(rel + "/")
-        if f.get("code") == SHARD_MISSING and (rel in union or (m and int(m.group(1)) in kept
-                                                                     and rel + "/" + FSDP_CONFIG in union)):
+        if f.code == SHARD_MISSING and (rel in union or (m and int(m.group(1)) in kept
+                                                          and rel + "/" + FSDP_CONFIG in union)):
             elsewhere.append(rel)
         else:
             findings.append(f)
     if elsewhere:  # counted from the listings: an FSDP finding stands for all of a role's missing rank files
         away = sorted(rel for rel in union - here
                       if _SHARD.search(rel) and (m := _STEP.match(rel)) and int(m.group(1)) in kept)
-        findings.append({"severity": "warning", "path": root, "code": "shards_elsewhere",
-                         "message": f"{len(away)} shard file(s) of the finished steps are on other nodes only (e.g. "
-                                    f"{(away or elsewhere)[0]}): enough if every rank resumes on the node that wrote its "
-                                    "files; Megatron ranks also read replicated tensors from other ranks' shards",
-                         "fix": "ckpt sync --all copies every shard to every node"})
-    worst = max((_SEVERITY.get(f["severity"], 0) for f in findings), default=0)
-    return {"exit_code": worst, "check_exit_code": code, "findings": findings}
+        findings.append(Finding(WARNING, root, f"{len(away)} shard file(s) of the finished steps are on other nodes "
+                                f"only (e.g. {(away or elsewhere)[0]}): enough if every rank resumes on the node that "
+                                "wrote its files; Megatron ranks also read replicated tensors from other ranks' shards",
+                                "ckpt sync --all copies every shard to every node", code="shards_elsewhere"))
+    return {"exit_code": exit_code(findings), "check_exit_code": code, "findings": [f.as_dict() for f in findings]}
+
+
+def _unchecked(node, message: str, fix: str) -> dict:
+    found = [Finding(ERROR, str(node), message, fix)]
+    return {"exit_code": exit_code(found), "check_exit_code": None, "findings": [f.as_dict() for f in found]}
 
 
 def main(args) -> int:
@@ -210,8 +217,6 @@ def _print(result: dict) -> None:
         print(f"skipped{'' if step is None else f' global_step_{step}'}: {skip['reason']}")
     for node, r in result["nodes"].items():
         print(f"{node}: ckpt check {['resumable', 'warnings', 'errors'][r['exit_code']]} (exit {r['exit_code']})")
-        for f in r["findings"]:
-            if f["severity"] != "info":
-                print(f"  {'ERROR' if f['severity'] == 'error' else 'WARN '} {f['path']}: {f['message']}"
-                      + (f"\n         fix: {f['fix']}" if f.get("fix") else ""))
-    print(f"result: {['ok', 'warnings', 'errors'][result['exit_code']]} (exit {result['exit_code']})")
+        for line in lines([Finding(**f) for f in r["findings"] if f["severity"] != INFO], indent="  "):
+            print(line)
+    print(verdict(result["exit_code"], ok="ok"))

@@ -5,7 +5,7 @@ import json
 import sys
 from pathlib import Path
 
-from verl_ascend.core import findings as policy
+from verl_ascend.core.findings import exit_code, lines, verdict
 
 _HELP = """Check, offline and without an NPU, that the checkpoint verl would resume from DIR
 (trainer.default_local_dir) is complete on this node: the tracker and global_step_N agree, every
@@ -30,9 +30,6 @@ copied last. Needs: passwordless ssh from here to each node and between nodes, r
 the nodes, verl-ascend on the nodes for the re-check (--remote-python).
 Exit 0 = every node resumable, 1 = warnings (a skipped step, shards on other nodes only),
 2 = errors or bad input (a node unreachable, a copy failed, a node still not resumable)."""
-
-_MARK = {"error": "ERROR", "warning": "WARN ", "info": "info "}
-
 
 def register(sub) -> None:
     p = sub.add_parser("ckpt", help="check a verl checkpoint folder before resuming from it; sync it between nodes",
@@ -86,8 +83,7 @@ def main(args) -> int:
         report["recipe"] = plan
         for roles in by_step.values():
             findings += compare(roles, plan)
-    states = {f.severity for f in findings}
-    report["exit_code"] = policy.exit_code(states)
+    report["exit_code"] = exit_code(findings)
     report["findings"] = [f.as_dict() for f in findings]
     report["roles"] = {r.name: {"kind": r.kind, "world_size": r.world_size, "parallel": r.parallel,
                                 "optimizer_format": r.optim_sharding} for roles in by_step.values() for r in roles}
@@ -100,11 +96,7 @@ def main(args) -> int:
             print(f"  {name}: {r['kind']}, world size {r['world_size']}"
                   + (f", {r['parallel']}" if r["parallel"] else "")
                   + (f", optimizer {r['optimizer_format']}" if r["optimizer_format"] else ""))
-        for f in findings:
-            print(f"{_MARK[f.severity]} {f.path}: {f.message}")
-            if f.fix and f.severity != "info":
-                print(f"       fix: {f.fix}")
-        print(f"result: {['resumable', 'warnings', 'errors'][report['exit_code']]} (exit {report['exit_code']})")
+        print("\n".join(lines(findings) + [verdict(report["exit_code"], ok="resumable")]))
     return report["exit_code"]
 
 

@@ -104,6 +104,7 @@ def _groups(text: str) -> list:
 
 
 def _run(args) -> int:
+    from verl_ascend.core.findings import exit_code
     from verl_ascend.doctor import findings as F
 
     if args.hccn_conf and not os.path.isfile(args.hccn_conf):
@@ -114,7 +115,7 @@ def _run(args) -> int:
     with contextlib.redirect_stdout(sys.stderr):
         found, context = diagnose(args)
     print(F.to_json(found, context) if args.json else F.render(found, context))
-    return F.exit_code(found)
+    return exit_code(found)
 
 
 def register(sub) -> None:
@@ -123,7 +124,7 @@ def register(sub) -> None:
         help="check this node for an Ascend verl job: NPUs, CANN, HCCL/Gloo network, limits, versions, Ray",
         description="Reads this node's state (environment variables, npu-smi, /etc/hccn.conf, network "
         "interfaces, limits, installed packages, the plugin's patches and, when its head runs here, the "
-        "Ray cluster) and judges each item ok / warn / error with the fix; items that cannot be checked "
+        "Ray cluster) and judges each item ok / warning / error with the fix; items that cannot be checked "
         "here (no NPU, no Ray) are listed as skipped. Contacts no other host. Exit 0 when all is well, "
         "1 when a warning needs attention, 2 when an error was found (or on bad arguments).",
     )

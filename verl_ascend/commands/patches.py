@@ -26,6 +26,8 @@ import sys
 from pathlib import Path
 from typing import Optional
 
+from verl_ascend.core.findings import WARNING, Finding, exit_code
+
 PROJECTS = ("verl", "torch")
 APPLIES = "applies"
 APPLIED = "already applied"
@@ -246,9 +248,12 @@ def render(report: dict) -> str:
     return "\n".join(lines)
 
 
-def exit_code(reports) -> int:
-    bad = any(not r["supported"] or any(d["state"] == CONFLICT for d in r["diffs"]) for r in reports)
-    return 1 if bad else 0
+def judge(reports) -> list:
+    """A tree of a version with no diffs, or a diff that does not apply, is a warning (exit 1)."""
+    found = [Finding(WARNING, r["project"], r["note"]) for r in reports if not r["supported"]]
+    found += [Finding(WARNING, f"{r['project']} {d['fix']}", f"{d['state']}: {d['detail']}")
+              for r in reports for d in r["diffs"] if d["state"] == CONFLICT]
+    return found
 
 
 def _check(args) -> int:
@@ -271,7 +276,7 @@ def _check(args) -> int:
         print(json.dumps(reports, indent=2))
     else:
         print("\n".join(render(r) for r in reports))
-    return exit_code(reports)
+    return exit_code(judge(reports))
 
 
 def register(sub) -> None:

@@ -6,6 +6,7 @@ import json
 import sys
 
 from verl_ascend.core import activation, platform, registry, settings, support
+from verl_ascend.core.findings import ERROR, WARNING, Finding, exit_code
 
 
 def _import_targets() -> dict:
@@ -113,11 +114,17 @@ def _run(args) -> int:
         print(json.dumps(report, indent=2, sort_keys=True))
     else:
         print(render(report))
-    failed = [p["name"] for p in report["patches"] if p["state"] in ("failed", "overridden")]
-    bad_settings = [row for row in report["settings"] if row["problem"]]
-    if report["verl_import_error"]:
-        return 2  # nothing of verl runs here
-    return 1 if failed or bad_settings else 0
+    return exit_code(judge(report))
+
+
+def judge(report: dict) -> list:
+    """What the exit code rests on: verl (or torch) not importing is an error, nothing of verl runs
+    here; a patch that failed or was overridden, or an invalid setting, is a warning."""
+    found = [Finding(ERROR, "import verl", report["verl_import_error"])] if report["verl_import_error"] else []
+    found += [Finding(WARNING, f"patch {p['name']}", p["state"]) for p in report["patches"]
+              if p["state"] in ("failed", "overridden")]
+    found += [Finding(WARNING, row["name"], row["problem"]) for row in report["settings"] if row["problem"]]
+    return found
 
 
 def register(sub) -> None:

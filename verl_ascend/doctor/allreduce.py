@@ -20,8 +20,9 @@ import sys
 import threading
 import time
 
+from verl_ascend.core.findings import lines
+
 from . import network
-from .findings import ERROR, OK, SKIP, WARN
 
 TORCHRUN_VARS = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT")
 
@@ -127,9 +128,8 @@ def run(args, env) -> int:
         return 2
     me = Rank(env, args.timeout)
     if me.local == 0:  # once per node: the checks doctor runs, before anything can hang
-        for f in _interface_report(env):
-            mark = {OK: "ok", WARN: "WARN", ERROR: "ERROR", SKIP: "skip"}[f.state]
-            me.say(f"[{mark}] {f.check}: {f.message}" + (f" -- fix: {f.fix}" if f.fix else ""))
+        for line in lines(_interface_report(env)):
+            me.say(line)
     backend, device, problem = _choose_backend(args.backend)
     if problem:
         return me.fail(problem)

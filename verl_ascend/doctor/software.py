@@ -95,7 +95,7 @@ def check_cann(env, ascend_host, exists=os.path.isdir) -> list:
     if ascend_host and not env.get("ATB_HOME_PATH"):
         found.append(warn("cann.nnal", "ATB_HOME_PATH unset: the NNAL/ATB environment is not sourced (vllm-ascend needs it)",
                           "source /usr/local/Ascend/nnal/atb/set_env.sh"))
-    if not any(f.check == check for f in found):
+    if not any(f.subject == check for f in found):
         found.insert(0, ok(check, f"CANN toolkit at {home}, on LD_LIBRARY_PATH"))
     return found
 
