@@ -20,7 +20,7 @@ def test_doctor_json_names_the_missing_library_and_the_fix():
     proc = run_cli("doctor", "--json", *QUICK_DOCTOR, env=clean_env(**BROKEN))
     assert proc.returncode == 2, proc.stderr[-3000:]  # errors found
     data = json.loads(proc.stdout)
-    errors = {f["check"]: f for f in data["findings"] if f["state"] == "error"}
+    errors = {f["subject"]: f for f in data["findings"] if f["severity"] == "error"}
     npu = errors["torch_npu"]
     assert "libhccl.so" in npu["message"] and "Failed to load the backend extension" in npu["message"]
     assert "set_env.sh" in npu["fix"] and "TORCH_DEVICE_BACKEND_AUTOLOAD=0" in npu["fix"]
@@ -55,4 +55,4 @@ def test_json_outputs_stay_valid_when_torch_npu_prints_to_stdout():
     assert "ASCEND_HOME_PATH environment variable is not set" in status.stderr
     doctor = run_cli("doctor", "--json", *QUICK_DOCTOR, env=env)
     assert doctor.returncode in (0, 1, 2), doctor.stderr[-3000:]  # any verdict; the JSON must parse
-    assert json.loads(doctor.stdout)["schema"]
+    assert json.loads(doctor.stdout)["schema"] == 2

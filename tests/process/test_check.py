@@ -48,11 +48,11 @@ def check(script, sets=(), verl_src=None):
 
 
 def flagged(report) -> set:
-    return {f["rule"] for f in report["findings"] if f["severity"] in ("error", "warning")}
+    return {f["subject"] for f in report["findings"] if f["severity"] in ("error", "warning")}
 
 
 def keys_of(report, rule) -> set:
-    return {k for f in report["findings"] if f["rule"] == rule for k in f["keys"]}
+    return {k for f in report["findings"] if f["subject"] == rule for k in f["keys"]}
 
 
 @pytest.mark.parametrize("recipe", SHIPPED)
@@ -71,7 +71,7 @@ def test_shipped_recipe_passes(recipe, home):
         assert layout["rollout"] == {"name": "vllm", "tp": 8, "dp": 8, "ep": 64, "replica": 64, "replicas": 2}
     if recipe.startswith("dapo"):
         assert report["entry"] == "recipe.dapo.main_dapo" and "DAPO's keys" in report["config_source"]
-    hbm = [f["message"] for f in report["findings"] if f["rule"] == "hbm"]
+    hbm = [f["message"] for f in report["findings"] if f["subject"] == "hbm"]
     assert any(m.startswith("training phase") for m in hbm) and any(m.startswith("rollout KV cache") for m in hbm)
 
 
@@ -126,10 +126,10 @@ def test_planted_error_is_reported_as_its_rule(case, home, tmp_path, monkeypatch
     report = check(planted(tmp_path, recipe, overrides))
     assert flagged(report) == {rule}, json.dumps(report["findings"], indent=1)
     assert keys <= keys_of(report, rule), keys_of(report, rule)
-    assert {f["severity"] for f in report["findings"] if f["rule"] == rule and f["severity"] != "info"} == {severity}
+    assert {f["severity"] for f in report["findings"] if f["subject"] == rule and f["severity"] != "info"} == {severity}
     assert report["exit_code"] == (2 if severity == "error" else 1)
     for f in report["findings"]:
-        if f["rule"] == rule and f["severity"] != "info":
+        if f["subject"] == rule and f["severity"] != "info":
             assert f["fix"], f  # every finding says how to fix it
     if rule == "verl":
         assert "temperature" in json.dumps(report["findings"])

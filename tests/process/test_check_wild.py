@@ -38,7 +38,7 @@ def check(script, cwd=None, sets=()):
 
 
 def findings(report, rule=None, severity=None):
-    return [f for f in report["findings"] if (rule is None or f["rule"] == rule)
+    return [f for f in report["findings"] if (rule is None or f["subject"] == rule)
             and (severity is None or f["severity"] == severity)]
 
 

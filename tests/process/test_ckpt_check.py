@@ -116,7 +116,7 @@ def test_each_break_is_reported_with_its_file_and_fix(tmp_path, case):
     findings, _ = scan(tmp_path)
     hits = [f for f in findings if f.severity == severity and text in f.message]
     assert len(hits) >= 1, findings
-    assert path in hits[0].path and hits[0].fix
+    assert path in hits[0].subject and hits[0].fix
     assert not [f for f in findings if f.severity in ("error", "warning") and f not in hits], findings
 
 
@@ -126,6 +126,7 @@ def test_fsdp_rank_missing_on_this_node(tmp_path):
     (actor / "optim_world_size_4_rank_3.pt").unlink()
     (finding,) = errors(scan(tmp_path)[0])
     assert "optim_world_size_4_rank_3.pt" in finding.message and "1 of 12" in finding.message
+    assert finding.code == "shard_missing" and finding.keys == ()  # ckpt sync reads the code from --json
 
 
 @pytest.mark.verl_agnostic
@@ -170,6 +171,7 @@ def test_cli_with_a_shipped_recipe(tmp_path):
     assert last_json(ok)["recipe"]["parallel"]["tensor"] == 2
     bad = run_cli("ckpt", "check", str(tmp_path / "tp"), "--recipe", recipe, env=env, timeout=300)
     assert bad.returncode == 2 and "TP 4 -> 2" in bad.stdout and "fix:" in bad.stdout
+    assert "\nERROR " in bad.stdout and bad.stdout.rstrip().endswith("result: errors (exit 2)")
     missing = run_cli("ckpt", "check", str(tmp_path / "nope"), env=env, timeout=120)
     assert missing.returncode == 2 and "no such folder" in missing.stderr
 

@@ -178,6 +178,7 @@ def test_sync_then_check_passes_on_both_nodes(saved, cluster):
         assert report["nodes"][spec]["check_exit_code"] == 2  # ckpt check alone wants every shard on the node
         (warning,) = report["nodes"][spec]["findings"]
         assert warning["code"] == "shards_elsewhere" and "3 shard file(s)" in warning["message"]
+        assert warning["severity"] == "warning" and warning["subject"] == str(cluster[0])  # the run's DIR
     assert _files(b) == RANK0_FILES | SHARDS[1]
     full = sync(cluster, "--all", "--json", "--progress")
     assert full.returncode == 0, full.stdout + full.stderr

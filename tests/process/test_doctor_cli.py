@@ -39,7 +39,7 @@ def report(proc):
 def by_check(data):
     out = {}
     for f in data["findings"]:
-        out.setdefault(f["check"], []).append(f)
+        out.setdefault(f["subject"], []).append(f)
     return out
 
 
@@ -81,11 +81,11 @@ def test_well_set_up_node_is_all_ok(ascend_env):
     proc = doctor("--json", "--skip", "versions,patches", "--hccn-conf", hccn, "--nnodes", str(nnodes),
                   env=env, limit_nofile=soft)
     data = report(proc)
-    states = {f["check"]: f["state"] for f in data["findings"]}
-    expected_nofile = "ok" if soft >= 32768 else "warn"  # this machine's hard limit may be below 32768
+    states = {f["subject"]: f["severity"] for f in data["findings"]}
+    expected_nofile = "ok" if soft >= 32768 else "warning"  # this machine's hard limit may be below 32768
     assert states.pop("limits.nofile") == expected_nofile
     assert states.pop("ray.cluster") == "skip"  # no Ray started: said, not passed
-    assert set(states.values()) == {"ok"}, [f for f in data["findings"] if f["state"] != "ok"]
+    assert set(states.values()) == {"ok"}, [f for f in data["findings"] if f["severity"] != "ok"]
     assert {"torch_npu", "cann.env", "npu.devices", "npu.health", "npu.hccn_conf", "network.socket_ifname_pair",
             "network.hccl_socket_ifname", "network.gloo_socket_ifname", "hccl.connect_timeout",
             "ray.noset_visible_devices"} <= set(states)
@@ -108,7 +108,7 @@ def test_bad_node_reports_each_problem_with_its_fix(ascend_env, tmp_path):
                   env=env, limit_nofile=1024)
     data = report(proc)
     assert proc.returncode == 2  # errors found
-    errors = {f["check"]: f for f in data["findings"] if f["state"] == "error"}
+    errors = {f["subject"]: f for f in data["findings"] if f["severity"] == "error"}
     assert set(errors) == {"torch_npu", "cann.env", "npu.health", "npu.hccn_conf", "network.socket_ifname_pair",
                            "network.hccl_if_ip", "hccl.connect_timeout", "hccl.if_base_port", "npu.visible_devices",
                            "limits.nofile"}
@@ -141,7 +141,7 @@ def test_a3_node_is_read_per_die(ascend_env, tmp_path):
     env.update(FAKE_NPU_LAYOUT="a3")
     data = report(doctor("--json", "--skip", ONLY_NPU, "--hccn-conf", a3_hccn(tmp_path / "a3.conf"), env=env))
     checks = by_check(data)
-    assert {c: f[0]["state"] for c, f in checks.items()} == {
+    assert {c: f[0]["severity"] for c, f in checks.items()} == {
         "npu.devices": "ok", "npu.platform": "ok", "npu.health": "ok", "npu.hccn_conf": "ok",
         "npu.verl_board_probe": "ok" if board_probe.verl_probes_board() else "skip"}
     assert checks["npu.devices"][0]["message"].startswith("16 NPU dies (8 cards x 2), one rank each")
@@ -151,7 +151,7 @@ def test_a3_node_is_read_per_die(ascend_env, tmp_path):
     env.update(FAKE_NPU_UNHEALTHY="6")
     proc = doctor("--json", "--skip", ONLY_NPU, "--hccn-conf", a3_hccn(tmp_path / "bad.conf", 3), env=env)
     assert proc.returncode == 2  # errors found
-    errors = {f["check"]: f["message"] for f in report(proc)["findings"] if f["state"] == "error"}
+    errors = {f["subject"]: f["message"] for f in report(proc)["findings"] if f["severity"] == "error"}
     assert errors["npu.health"] == "unhealthy: NPU 3 chip 0 / Phy-ID 6 (Alarm)"
     assert "dies 6 and 7 in 10.30.0.0/24" in errors["npu.hccn_conf"]
 
@@ -162,12 +162,12 @@ def test_a5_node_and_an_a2_plan_on_a3(ascend_env, tmp_path):
     env.update(FAKE_NPU_LAYOUT="a5")
     data = report(doctor("--json", "--skip", ONLY_NPU, "--hccn-conf", hccn, env=env))
     checks = by_check(data)
-    assert checks["npu.devices"][0]["state"] == "ok" and checks["npu.devices"][0]["message"].startswith("8 NPU:")
+    assert checks["npu.devices"][0]["severity"] == "ok" and checks["npu.devices"][0]["message"].startswith("8 NPU:")
     assert data["context"]["platform"] == "a5" and data["context"]["npus_per_node"] == 8
     env.update(FAKE_NPU_LAYOUT="a3")  # an A2-sized hccn.conf and --npus-per-node 8 on an A3 node
     proc = doctor("--json", "--skip", ONLY_NPU, "--hccn-conf", hccn, "--npus-per-node", "8", env=env)
     checks = by_check(report(proc))
-    assert checks["npu.devices"][0]["state"] == "warn" and "--npus-per-node has 8" in checks["npu.devices"][0]["message"]
+    assert checks["npu.devices"][0]["severity"] == "warning" and "--npus-per-node has 8" in checks["npu.devices"][0]["message"]
     missing = [f["message"] for f in checks["npu.hccn_conf"] if "no address" in f["message"]]
     assert missing and "8, 9, 10, 11, 12, 13, 14, 15 of 16" in missing[0]
 
@@ -179,13 +179,13 @@ def test_verl_board_probe_failure_shows_before_launch(ascend_env):
     proc = doctor("--skip", ONLY_NPU, "--hccn-conf", hccn, env=env)
     if not board_probe.verl_probes_board():  # verl 0.6.1 has no such probe: said, not judged
         assert proc.returncode == 1  # the other findings of this node are warnings only
-        assert "[ skip] npu.verl_board_probe" in proc.stdout and "does not probe" in proc.stdout
+        assert "skip  npu.verl_board_probe:" in proc.stdout and "does not probe" in proc.stdout
         return
     assert proc.returncode == 2  # an error found
-    assert "[ERROR] npu.verl_board_probe" in proc.stdout and "verl#6756" in proc.stdout
+    assert "ERROR npu.verl_board_probe:" in proc.stdout and "verl#6756" in proc.stdout
     env.update(ASCEND_VISIBLE_DEVICES="0")
     data = report(doctor("--json", "--skip", ONLY_NPU, "--hccn-conf", hccn, env=env))
-    assert by_check(data)["npu.verl_board_probe"][0]["state"] == "ok"
+    assert by_check(data)["npu.verl_board_probe"][0]["severity"] == "ok"
 
 
 # Runs the installed verl's get_npu_versions() over the npu-smi double, case by case: did its board
@@ -217,7 +217,7 @@ def test_board_probe_matches_the_installed_verl(monkeypatch):
     monkeypatch.delenv("FAKE_NPU_LAYOUT", raising=False)
     if not has_probe:  # verl 0.6.1: no get_npu_versions, so doctor must not judge it
         (f,) = board_probe.check({}, has_probe)
-        assert f.state == "skip" and "does not probe" in f.message
+        assert f.severity == "skip" and "does not probe" in f.message
         return
     env = clean_env(bins=("npu-smi",), ASCEND_HOME_PATH="/nonexistent-cann")
     proc = subprocess.run([sys.executable, "-c", REAL_PROBE, json.dumps(PROBE_CASES)], env=env,
@@ -228,7 +228,7 @@ def test_board_probe_matches_the_installed_verl(monkeypatch):
     for count, visible in PROBE_CASES:
         monkeypatch.setenv("FAKE_NPU_COUNT", str(count))
         (f,) = board_probe.check({} if visible is None else {"ASCEND_VISIBLE_DEVICES": visible}, has_probe)
-        ours.append({"ok": "passed", "error": "failed"}[f.state])
+        ours.append({"ok": "passed", "error": "failed"}[f.severity])
     assert ours == real
     assert set(real) == {"passed", "failed"}  # both outcomes exercised
 
@@ -240,9 +240,9 @@ def test_broken_driver_runtime_and_missing_interface(ascend_env):
     proc = doctor("--skip", "versions,patches,hccl,env", "--hccn-conf", hccn, env=env)
     assert proc.returncode == 2  # errors found
     text = proc.stdout
-    assert "[ERROR] torch_npu" in text and "libhccl.so" in text and "set_env.sh" in text
-    assert "[ERROR] npu.devices" in text and "-8020" in text
-    assert "[ERROR] network.hccl_socket_ifname" in text and "'eno0' matches no interface" in text
+    assert "ERROR torch_npu:" in text and "libhccl.so" in text and "set_env.sh" in text
+    assert "ERROR npu.devices:" in text and "-8020" in text
+    assert "ERROR network.hccl_socket_ifname:" in text and "'eno0' matches no interface" in text
     assert "lo" in text.split("network.hccl_socket_ifname", 1)[1].split("\n")[1]  # the fix lists real interfaces
 
 
@@ -253,11 +253,11 @@ def test_cpu_machine_says_what_it_could_not_check_and_json_is_stable(tmp_path):
     proc = doctor(*args[:3], "--ray-address", "auto", env=env)  # default /etc/hccn.conf may be absent here
     data = report(proc)
     assert sorted(data) == ["context", "findings", "schema", "summary"]
-    assert data["schema"] == 1
-    assert all(sorted(f) == ["check", "fix", "message", "state"] for f in data["findings"])
-    assert sorted(data["summary"]) == ["error", "exit_code", "ok", "skip", "warn"]
+    assert data["schema"] == 2
+    assert all(sorted(f) == ["code", "fix", "keys", "message", "severity", "subject"] for f in data["findings"])
+    assert sorted(data["summary"]) == ["error", "exit_code", "info", "ok", "skip", "warning"]
     assert data["summary"]["exit_code"] == proc.returncode
-    skipped = {f["check"] for f in data["findings"] if f["state"] == "skip"}
+    skipped = {f["subject"] for f in data["findings"] if f["severity"] == "skip"}
     assert {"torch_npu", "cann.env", "npu.devices", "ray.cluster"} <= skipped
     again = doctor(*args[:3], "--ray-address", "auto", env=env)
     assert again.stdout == proc.stdout  # same node, same answer, byte for byte
@@ -280,10 +280,10 @@ def test_patch_status_comes_from_the_plugin():
     only_patches = ",".join(g for g in ALL_GROUPS if g != "patches")
     proc = doctor("--json", "--skip", only_patches, env=clean_env(VERL_ASCEND_PATCHES="-device"), timeout=600)
     findings = report(proc)["findings"]
-    assert {f["check"] for f in findings} == {"plugin.patches"}
+    assert {f["subject"] for f in findings} == {"plugin.patches"}
     disabled = [f for f in findings if "disabled by VERL_ASCEND_PATCHES" in f["message"]]
-    assert len(disabled) == 1 and disabled[0]["state"] == "warn" and disabled[0]["message"].endswith(": device")
-    assert not [f for f in findings if f["state"] == "error"]  # no patch failed on this verl
+    assert len(disabled) == 1 and disabled[0]["severity"] == "warning" and disabled[0]["message"].endswith(": device")
+    assert not [f for f in findings if f["severity"] == "error"]  # no patch failed on this verl
 
 
 RAY_HEAD = """
@@ -330,4 +330,4 @@ def test_local_ray_head_resources_against_the_plan():
         log.close()
         shutil.rmtree(ray_tmp, ignore_errors=True)
     (b,) = bad["findings"]
-    assert b["state"] == "error" and "1 node(s) with 2 NPU" in b["message"] and "2 x 8 = 16" in b["message"]
+    assert b["severity"] == "error" and "1 node(s) with 2 NPU" in b["message"] and "2 x 8 = 16" in b["message"]

@@ -27,7 +27,7 @@ def check(recipe, device, sets=()):
 
 
 def hbm(report, phase):
-    (f,) = [f for f in report["findings"] if f["rule"] == "hbm" and f["message"].startswith(phase)]
+    (f,) = [f for f in report["findings"] if f["subject"] == "hbm" and f["message"].startswith(phase)]
     return f
 
 
@@ -95,13 +95,13 @@ def test_moe_training_memory_against_each_profile(home):
 def test_a3_tensor_parallel_across_servers_is_hccs_unless_disabled(home, monkeypatch):
     sets = ["trainer.nnodes=2", f"{ARR}.actor.megatron.tensor_model_parallel_size=32"]
     report = check("grpo_qwen2_5_7b_a3.sh", "a3", sets)
-    span = [f for f in report["findings"] if f["rule"] == "parallel" and "spans" in f["message"]]
+    span = [f for f in report["findings"] if f["subject"] == "parallel" and "spans" in f["message"]]
     assert [f["severity"] for f in span] == ["info"] and "HCCS" in span[0]["message"]
     monkeypatch.setenv("HCCL_INTER_HCCS_DISABLE", "TRUE")
     report = check("grpo_qwen2_5_7b_a3.sh", "a3", sets)
-    span = [f for f in report["findings"] if f["rule"] == "parallel" and "spans" in f["message"]]
+    span = [f for f in report["findings"] if f["subject"] == "parallel" and "spans" in f["message"]]
     assert [f["severity"] for f in span] == ["warning"] and "RoCE" in span[0]["message"]
-    assert any(f["rule"] == "env" and f["keys"] == ["HCCL_INTER_HCCS_DISABLE"] for f in report["findings"])
+    assert any(f["subject"] == "env" and f["keys"] == ["HCCL_INTER_HCCS_DISABLE"] for f in report["findings"])
 
 
 def test_visible_devices_must_list_one_id_per_rank(home, monkeypatch):

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from verl_ascend.core.findings import exit_code
 from verl_ascend.doctor import board_probe, cluster, devices, environment, network, software
-from verl_ascend.doctor.findings import exit_code
 from verl_ascend.doctor.network import Interface
 
 pytestmark = pytest.mark.verl_agnostic
@@ -22,19 +22,19 @@ IFACES = {
 
 
 def states(findings):
-    return {f.check: f.state for f in findings}
+    return {f.subject: f.severity for f in findings}
 
 
 def one(findings, check):
-    (hit,) = [f for f in findings if f.check == check]
+    (hit,) = [f for f in findings if f.subject == check]
     return hit
 
 
 def test_python_paths():
     assert states(software.check_python((3, 11, 7))) == {"python": "ok"}
-    assert states(software.check_python((3, 12, 1))) == {"python": "warn"}
+    assert states(software.check_python((3, 12, 1))) == {"python": "warning"}
     bad = one(software.check_python((3, 9, 18)), "python")
-    assert bad.state == "error" and "3.9.18" in bad.message and bad.fix
+    assert bad.severity == "error" and "3.9.18" in bad.message and bad.fix
 
 
 @pytest.mark.parametrize("torch_v, npu_v, problem, ascend, expected", [
@@ -47,7 +47,7 @@ def test_python_paths():
 ])
 def test_torch_npu_paths(torch_v, npu_v, problem, ascend, expected):
     found = software.check_torch(torch_v, npu_v, problem, ascend)
-    assert one(found, "torch_npu").state == expected
+    assert one(found, "torch_npu").severity == expected
     if expected == "error":
         assert one(found, "torch_npu").fix
 
@@ -69,17 +69,17 @@ def test_cann_paths(tmp_path):
     assert states(software.check_cann(good, True)) == {"cann.env": "ok"}
     # unsourced on an Ascend node: the fix names set_env.sh
     bad = one(software.check_cann({}, True), "cann.env")
-    assert bad.state == "error" and "set_env.sh" in bad.fix
+    assert bad.severity == "error" and "set_env.sh" in bad.fix
     assert states(software.check_cann({}, False)) == {"cann.env": "skip"}
     gone = one(software.check_cann({**good, "ASCEND_HOME_PATH": str(tmp_path / "nope")}, True), "cann.env")
-    assert gone.state == "error" and "nope" in gone.message
+    assert gone.severity == "error" and "nope" in gone.message
     # LD_LIBRARY_PATH replaced after sourcing
-    assert states(software.check_cann({**good, "LD_LIBRARY_PATH": "/usr/lib"}, True)) == {"cann.env": "warn"}
+    assert states(software.check_cann({**good, "LD_LIBRARY_PATH": "/usr/lib"}, True)) == {"cann.env": "warning"}
     other = tmp_path / "old"
     other.mkdir()
     assert "different toolkits" in one(software.check_cann({**good, "ASCEND_HOME_PATH": str(other)}, True), "cann.env").message
     no_atb = {k: v for k, v in good.items() if k != "ATB_HOME_PATH"}
-    assert states(software.check_cann(no_atb, True)) == {"cann.env": "ok", "cann.nnal": "warn"}
+    assert states(software.check_cann(no_atb, True)) == {"cann.env": "ok", "cann.nnal": "warning"}
 
 
 NPU_SMI = """\
@@ -101,11 +101,11 @@ def test_npu_smi_paths():
     assert states(good) == {"npu.devices": "ok", "npu.platform": "ok", "npu.health": "ok"}
     assert "2 NPU" in one(good, "npu.devices").message
     alarm = devices.check_npu_smi((0, NPU_SMI.format(health="Alarm")), expected=2)
-    assert one(alarm, "npu.health").state == "error" and "NPU 1 (Alarm)" in one(alarm, "npu.health").message
-    assert one(devices.check_npu_smi((0, NPU_SMI.format(health="OK")), expected=8), "npu.devices").state == "warn"
+    assert one(alarm, "npu.health").severity == "error" and "NPU 1 (Alarm)" in one(alarm, "npu.health").message
+    assert one(devices.check_npu_smi((0, NPU_SMI.format(health="OK")), expected=8), "npu.devices").severity == "warning"
     failed = one(devices.check_npu_smi((255, "dcmi module initialize failed. ret is -8005")), "npu.devices")
-    assert failed.state == "error" and "-8005" in failed.message
-    assert one(devices.check_npu_smi((0, "no table")), "npu.devices").state == "error"
+    assert failed.severity == "error" and "-8005" in failed.message
+    assert one(devices.check_npu_smi((0, "no table")), "npu.devices").severity == "error"
     assert states(devices.check_npu_smi(None)) == {"npu.devices": "skip"}
 
 
@@ -115,13 +115,13 @@ def test_hccn_conf_paths():
     assert states(devices.check_hccn_conf("h", good, 8, True)) == {"npu.hccn_conf": "ok"}
     dup = good.replace("address_5=10.10.1.16", "address_5=10.10.1.13")
     bad = one(devices.check_hccn_conf("h", dup, 8, True), "npu.hccn_conf")
-    assert bad.state == "error" and "10.10.1.13 on devices 2, 5" in bad.message
+    assert bad.severity == "error" and "10.10.1.13 on devices 2, 5" in bad.message
     short = "\n".join(lines[:6])
     missing = one(devices.check_hccn_conf("h", short, 8, True), "npu.hccn_conf")
-    assert missing.state == "warn" and "6, 7" in missing.message
-    assert one(devices.check_hccn_conf("h", "address_0=10.1.1", 1, True), "npu.hccn_conf").state == "error"
-    assert one(devices.check_hccn_conf("h", "netmask_0=255.0.0.0", 1, True), "npu.hccn_conf").state == "error"
-    assert states(devices.check_hccn_conf("h", None, None, True)) == {"npu.hccn_conf": "warn"}
+    assert missing.severity == "warning" and "6, 7" in missing.message
+    assert one(devices.check_hccn_conf("h", "address_0=10.1.1", 1, True), "npu.hccn_conf").severity == "error"
+    assert one(devices.check_hccn_conf("h", "netmask_0=255.0.0.0", 1, True), "npu.hccn_conf").severity == "error"
+    assert states(devices.check_hccn_conf("h", None, None, True)) == {"npu.hccn_conf": "warning"}
     assert states(devices.check_hccn_conf("h", None, None, False)) == {"npu.hccn_conf": "skip"}
 
 
@@ -137,14 +137,14 @@ def test_hccl_ifname_selection_rules():
 @pytest.mark.parametrize("hccl, gloo, nnodes, expected", [
     ("eth0", "eth0", 2, {"network.socket_ifname_pair": "ok", "network.hccl_socket_ifname": "ok", "network.gloo_socket_ifname": "ok"}),
     ("=eth0", "eth0", 2, {"network.socket_ifname_pair": "ok", "network.hccl_socket_ifname": "ok", "network.gloo_socket_ifname": "ok"}),
-    ("", "", 2, {"network.socket_ifname_pair": "warn"}),
+    ("", "", 2, {"network.socket_ifname_pair": "warning"}),
     ("", "", 1, {"network.socket_ifname_pair": "ok"}),
     ("eth0", "", 2, {"network.socket_ifname_pair": "error", "network.hccl_socket_ifname": "ok"}),    # the 32B field report's Gloo failure
     ("eth0", "eth1", 2, {"network.socket_ifname_pair": "error", "network.hccl_socket_ifname": "ok", "network.gloo_socket_ifname": "ok"}),
     ("eno0", "eno0", 2, {"network.socket_ifname_pair": "ok", "network.hccl_socket_ifname": "error", "network.gloo_socket_ifname": "error"}),
     ("bond2", "bond2", 2, {"network.socket_ifname_pair": "ok", "network.hccl_socket_ifname": "error", "network.gloo_socket_ifname": "error"}),
     ("=ib0", "ib0", 2, {"network.socket_ifname_pair": "ok", "network.hccl_socket_ifname": "error", "network.gloo_socket_ifname": "error"}),
-    ("=lo", "lo", 2, {"network.socket_ifname_pair": "ok", "network.hccl_socket_ifname": "warn", "network.gloo_socket_ifname": "warn"}),
+    ("=lo", "lo", 2, {"network.socket_ifname_pair": "ok", "network.hccl_socket_ifname": "warning", "network.gloo_socket_ifname": "warning"}),
     ("=lo", "lo", 1, {"network.socket_ifname_pair": "ok", "network.hccl_socket_ifname": "ok", "network.gloo_socket_ifname": "ok"}),
 ])
 def test_socket_ifname_paths(hccl, gloo, nnodes, expected):
@@ -152,7 +152,7 @@ def test_socket_ifname_paths(hccl, gloo, nnodes, expected):
     found = network.check_socket_ifnames(env, IFACES, nnodes)
     assert states(found) == expected
     for f in found:
-        assert f.fix or f.state == "ok"
+        assert f.fix or f.severity == "ok"
 
 
 def test_socket_ifname_messages_name_the_values():
@@ -166,8 +166,8 @@ def test_socket_ifname_messages_name_the_values():
 def test_without_psutil_addresses_are_not_judged():
     names_only = {n: Interface(n, None) for n in IFACES}
     found = network.check_socket_ifnames({"HCCL_SOCKET_IFNAME": "eth0", "GLOO_SOCKET_IFNAME": "eth0"}, names_only, 2)
-    assert one(found, "network.hccl_socket_ifname").state == "skip"
-    assert one(network.check_if_ip({"HCCL_IF_IP": "10.1.2.3"}, names_only), "network.hccl_if_ip").state == "skip"
+    assert one(found, "network.hccl_socket_ifname").severity == "skip"
+    assert one(network.check_if_ip({"HCCL_IF_IP": "10.1.2.3"}, names_only), "network.hccl_if_ip").severity == "skip"
 
 
 def test_hccl_if_ip_paths():
@@ -180,7 +180,7 @@ def test_hccl_if_ip_paths():
 def test_port_base_paths():
     assert states(network.check_port_base({})) == {"hccl.if_base_port": "ok"}
     assert states(network.check_port_base({"HCCL_IF_BASE_PORT": "61000"}, (32768, 60999))) == {"hccl.if_base_port": "ok"}
-    assert states(network.check_port_base({"HCCL_IF_BASE_PORT": "50000"}, (32768, 60999))) == {"hccl.if_base_port": "warn"}
+    assert states(network.check_port_base({"HCCL_IF_BASE_PORT": "50000"}, (32768, 60999))) == {"hccl.if_base_port": "warning"}
     assert states(network.check_port_base({"HCCL_IF_BASE_PORT": "65530"})) == {"hccl.if_base_port": "error"}
     assert states(network.check_port_base({"HCCL_IF_BASE_PORT": "6e4"})) == {"hccl.if_base_port": "error"}
 
@@ -188,29 +188,29 @@ def test_port_base_paths():
 def test_timeout_paths():
     good = {"HCCL_CONNECT_TIMEOUT": "3600", "HCCL_EXEC_TIMEOUT": "3600"}
     assert states(environment.check_timeouts(good, 16)) == {"hccl.connect_timeout": "ok", "hccl.exec_timeout": "ok"}
-    assert states(environment.check_timeouts({}, 16)) == {"hccl.connect_timeout": "warn", "hccl.exec_timeout": "warn"}
+    assert states(environment.check_timeouts({}, 16)) == {"hccl.connect_timeout": "warning", "hccl.exec_timeout": "warning"}
     assert states(environment.check_timeouts({}, 1)) == {"hccl.connect_timeout": "ok", "hccl.exec_timeout": "ok"}
     low = {"HCCL_CONNECT_TIMEOUT": "60", "HCCL_EXEC_TIMEOUT": "0"}
-    assert states(environment.check_timeouts(low, 2)) == {"hccl.connect_timeout": "warn", "hccl.exec_timeout": "error"}
+    assert states(environment.check_timeouts(low, 2)) == {"hccl.connect_timeout": "warning", "hccl.exec_timeout": "error"}
     bad = environment.check_timeouts({"HCCL_CONNECT_TIMEOUT": "1h", "HCCL_EXEC_TIMEOUT": "3600"}, 2)
-    assert one(bad, "hccl.connect_timeout").state == "error" and "'1h'" in one(bad, "hccl.connect_timeout").message
+    assert one(bad, "hccl.connect_timeout").severity == "error" and "'1h'" in one(bad, "hccl.connect_timeout").message
 
 
 def test_visible_devices_and_ray_noset_paths():
     ok_env = {"RAY_EXPERIMENTAL_NOSET_ASCEND_RT_VISIBLE_DEVICES": "1", "ASCEND_RT_VISIBLE_DEVICES": "0,1,2,3"}
     assert states(environment.check_visible_devices(ok_env, 8)) == {"npu.visible_devices": "ok", "ray.noset_visible_devices": "ok"}
-    assert states(environment.check_visible_devices({}, 8)) == {"ray.noset_visible_devices": "warn"}
+    assert states(environment.check_visible_devices({}, 8)) == {"ray.noset_visible_devices": "warning"}
     off = {"RAY_EXPERIMENTAL_NOSET_ASCEND_RT_VISIBLE_DEVICES": "0"}
-    assert states(environment.check_visible_devices(off, 8)) == {"ray.noset_visible_devices": "warn"}
+    assert states(environment.check_visible_devices(off, 8)) == {"ray.noset_visible_devices": "warning"}
     empty = environment.check_visible_devices({**ok_env, "ASCEND_RT_VISIBLE_DEVICES": ""}, 8)
-    assert one(empty, "npu.visible_devices").state == "error"
+    assert one(empty, "npu.visible_devices").severity == "error"
     beyond = environment.check_visible_devices({**ok_env, "ASCEND_RT_VISIBLE_DEVICES": "6,7,8"}, 8)
-    assert one(beyond, "npu.visible_devices").state == "error"
+    assert one(beyond, "npu.visible_devices").severity == "error"
 
 
 def test_nofile_paths():
     assert states(environment.check_nofile((65536, 65536))) == {"limits.nofile": "ok"}
-    assert states(environment.check_nofile((20000, 20000))) == {"limits.nofile": "warn"}
+    assert states(environment.check_nofile((20000, 20000))) == {"limits.nofile": "warning"}
     assert states(environment.check_nofile((1024, 4096))) == {"limits.nofile": "error"}
 
 
@@ -218,15 +218,15 @@ def test_version_paths():
     full = {"verl": "0.9.1", "tensordict": "0.10.0", "vllm": "0.9.1", "vllm-ascend": "0.9.1rc1",
             "mindspeed": "0.12.1", "megatron-core": "0.12.1"}
     assert set(states(software.check_versions(full, True)).values()) == {"ok"}
-    assert one(software.check_versions({**full, "verl": ""}, True), "versions.verl").state == "error"
-    assert one(software.check_versions({**full, "tensordict": "0.9.1"}, True), "versions.tensordict").state == "warn"
-    assert one(software.check_versions({**full, "tensordict": "0.9.1"}, False), "versions.tensordict").state == "ok"
-    assert one(software.check_versions({**full, "tensordict": ""}, True), "versions.tensordict").state == "error"
-    assert one(software.check_versions({**full, "vllm": "0.10.2"}, True), "versions.vllm_ascend").state == "warn"
-    assert one(software.check_versions({**full, "vllm": ""}, True), "versions.vllm_ascend").state == "error"
-    assert one(software.check_versions({**full, "vllm-ascend": ""}, True), "versions.vllm_ascend").state == "warn"
-    assert one(software.check_versions({**full, "vllm-ascend": ""}, False), "versions.vllm_ascend").state == "skip"
-    assert one(software.check_versions({**full, "mindspeed": ""}, True), "versions.mindspeed").state == "warn"
+    assert one(software.check_versions({**full, "verl": ""}, True), "versions.verl").severity == "error"
+    assert one(software.check_versions({**full, "tensordict": "0.9.1"}, True), "versions.tensordict").severity == "warning"
+    assert one(software.check_versions({**full, "tensordict": "0.9.1"}, False), "versions.tensordict").severity == "ok"
+    assert one(software.check_versions({**full, "tensordict": ""}, True), "versions.tensordict").severity == "error"
+    assert one(software.check_versions({**full, "vllm": "0.10.2"}, True), "versions.vllm_ascend").severity == "warning"
+    assert one(software.check_versions({**full, "vllm": ""}, True), "versions.vllm_ascend").severity == "error"
+    assert one(software.check_versions({**full, "vllm-ascend": ""}, True), "versions.vllm_ascend").severity == "warning"
+    assert one(software.check_versions({**full, "vllm-ascend": ""}, False), "versions.vllm_ascend").severity == "skip"
+    assert one(software.check_versions({**full, "mindspeed": ""}, True), "versions.mindspeed").severity == "warning"
 
 
 def _report(states_by_name, active=True, verl_error=None):
@@ -238,10 +238,10 @@ def _report(states_by_name, active=True, verl_error=None):
 def test_patch_status_paths():
     assert states(software.check_patches(_report({"device": "applied", "x": "not applicable"}))) == {"plugin.patches": "ok"}
     failed = software.check_patches(_report({"device": "failed"}))
-    assert failed[0].state == "error" and "device" in failed[0].message and "boom" in failed[0].message
-    assert software.check_patches(_report({"device": "disabled"}))[0].state == "warn"
-    assert software.check_patches(_report({}, active=False))[0].state == "warn"
-    assert software.check_patches(_report({}, verl_error="ImportError: x"))[0].state == "error"
+    assert failed[0].severity == "error" and "device" in failed[0].message and "boom" in failed[0].message
+    assert software.check_patches(_report({"device": "disabled"}))[0].severity == "warning"
+    assert software.check_patches(_report({}, active=False))[0].severity == "warning"
+    assert software.check_patches(_report({}, verl_error="ImportError: x"))[0].severity == "error"
 
 
 def test_ray_paths_that_contact_nothing(tmp_path):
@@ -256,8 +256,8 @@ def test_ray_paths_that_contact_nothing(tmp_path):
     assert states(cluster.check_ray(None, "no address", local, 2, 8)) == {"ray.cluster": "skip"}
     # a head on another host (a worker node's view) is not contacted
     remote = one(cluster.check_ray("10.9.9.1:6166", "file", local, 2, 8), "ray.cluster")
-    assert remote.state == "skip" and "not contacted" in remote.message
-    assert one(cluster.check_ray("head-node:6166", "file", local, 2, 8), "ray.cluster").state == "skip"
+    assert remote.severity == "skip" and "not contacted" in remote.message
+    assert one(cluster.check_ray("head-node:6166", "file", local, 2, 8), "ray.cluster").severity == "skip"
 
 
 def test_ray_resource_judgement(monkeypatch):
@@ -266,16 +266,16 @@ def test_ray_resource_judgement(monkeypatch):
              {"alive": False, "ip": "10.1.2.5", "resources": {"NPU": 8}}]
     monkeypatch.setattr(cluster, "probe", lambda address, timeout: (nodes, ""))
     local = network.local_addresses(IFACES)
-    assert one(cluster.check_ray("10.1.2.3:6166", "x", local, 2, 8), "ray.cluster").state == "ok"
+    assert one(cluster.check_ray("10.1.2.3:6166", "x", local, 2, 8), "ray.cluster").severity == "ok"
     short = one(cluster.check_ray("10.1.2.3:6166", "x", local, 3, 8), "ray.cluster")
-    assert short.state == "error" and "2 node(s) with 16 NPU" in short.message and "24" in short.message
-    assert one(cluster.check_ray("10.1.2.3:6166", "x", local, None, 8), "ray.cluster").state == "ok"
+    assert short.severity == "error" and "2 node(s) with 16 NPU" in short.message and "24" in short.message
+    assert one(cluster.check_ray("10.1.2.3:6166", "x", local, None, 8), "ray.cluster").severity == "ok"
     nodes[1]["resources"]["NPU"] = 0
-    assert one(cluster.check_ray("10.1.2.3:6166", "x", local, None, 8), "ray.cluster").state == "warn"
+    assert one(cluster.check_ray("10.1.2.3:6166", "x", local, None, 8), "ray.cluster").severity == "warning"
     # an A3 node is 16 dies: the same cluster with 8 NPU per node falls short of the a3 profile
     nodes[1]["resources"]["NPU"] = 8
     a3 = one(cluster.check_ray("10.1.2.3:6166", "x", local, 2, 16, basis="a3 profile: 16 dies per node"), "ray.cluster")
-    assert a3.state == "error" and "2 x 16 = 32 (a3 profile: 16 dies per node)" in a3.message
+    assert a3.severity == "error" and "2 x 16 = 32 (a3 profile: 16 dies per node)" in a3.message
 
 
 def test_exit_code_rules():
@@ -293,16 +293,16 @@ def test_trainer_loop_packages_follow_the_installed_verl(monkeypatch):
     from verl_ascend.core import verl_install
     from verl_ascend.doctor import trainer_loop
 
-    assert [f.state for f in trainer_loop.check()] == ["ok"]  # the test environment has what the loop needs
+    assert [f.severity for f in trainer_loop.check()] == ["ok"]  # the test environment has what the loop needs
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec",
                         lambda name, *a: None if name in verl_install.V1_MODULES else real(name, *a))
     (finding,) = trainer_loop.check()
     if verl_install.v1_default():  # verl 0.9.x: the v1 loop is the default
-        assert finding.state == "error" and "TransferQueue, pyzmq, msgspec" in finding.message
+        assert finding.severity == "error" and "TransferQueue, pyzmq, msgspec" in finding.message
         assert f'"verl[verl-core]=={verl_install.version()}"' in finding.fix and "trainer.use_v1=False" in finding.fix
     else:
-        assert finding.state == "ok"
+        assert finding.severity == "ok"
 
 
 FAKE_SMI = Path(__file__).parents[1] / "fakes" / "bin" / "npu-smi"
@@ -349,7 +349,7 @@ def test_a3_table_is_read_per_die():
     assert a2_layout == "a2" and [(d.npu, d.chip, d.phy_id, d.hbm_mb) for d in a2] == [(0, 0, 0, 65536), (1, 0, 1, 65536)]
     alarm = devices.check_npu_smi((0, A3_TWO_CARDS.format(health="Alarm")), expected=4)
     health = one(alarm, "npu.health")
-    assert health.state == "error" and "NPU 1 chip 1 / Phy-ID 3 (Alarm)" in health.message
+    assert health.severity == "error" and "NPU 1 chip 1 / Phy-ID 3 (Alarm)" in health.message
     assert "Phy-ID 2" not in health.message
     assert "32768 / 65536 MB HBM per die" in one(alarm, "npu.devices").message
 
@@ -367,13 +367,13 @@ def test_doubles_give_ranks_memory_and_platform(layout, ranks, platform, word, h
     assert one(found, "npu.platform").message.startswith(f"{platform}:")
     # an A2 node checked against 16 ranks, or an A3 against 8, is a mismatch
     other = 8 if ranks == 16 else 16
-    assert one(devices.check_npu_smi(smi, other, chip_map), "npu.devices").state == "warn"
+    assert one(devices.check_npu_smi(smi, other, chip_map), "npu.devices").severity == "warning"
 
 
 def test_planted_unhealthy_die_is_named_by_phy_id():
     smi = fake_smi("info", FAKE_NPU_LAYOUT="a3", FAKE_NPU_UNHEALTHY=11)
     health = one(devices.check_npu_smi(smi), "npu.health")
-    assert health.state == "error"
+    assert health.severity == "error"
     assert health.message == "unhealthy: NPU 5 chip 1 / Phy-ID 11 (Alarm)"
 
 
@@ -395,14 +395,14 @@ def a3_hccn(mask="255.255.255.0", second_subnet=True, masks=range(16)):
 
 def test_hccn_conf_a3_two_subnet_rule():
     good = one(devices.check_hccn_conf("h", a3_hccn(), 16, True, "a3"), "npu.hccn_conf")
-    assert good.state == "ok" and "two dies of each card in different subnets" in good.message
+    assert good.severity == "ok" and "two dies of each card in different subnets" in good.message
     same = one(devices.check_hccn_conf("h", a3_hccn(second_subnet=False), 16, True, "a3"), "npu.hccn_conf")
-    assert same.state == "error" and "dies 0 and 1 in 10.20.0.0/24" in same.message and "dies 14 and 15" in same.message
+    assert same.severity == "error" and "dies 0 and 1 in 10.20.0.0/24" in same.message and "dies 14 and 15" in same.message
     # a /16 mask puts 10.20.0.x and 10.20.1.x in one subnet
     wide = one(devices.check_hccn_conf("h", a3_hccn("255.255.0.0"), 16, True, "a3"), "npu.hccn_conf")
-    assert wide.state == "error" and "dies 2 and 3 in 10.20.0.0/16" in wide.message
+    assert wide.severity == "error" and "dies 2 and 3 in 10.20.0.0/16" in wide.message
     unmasked = one(devices.check_hccn_conf("h", a3_hccn(masks=range(14)), 16, True, "a3"), "npu.hccn_conf")
-    assert unmasked.state == "warn" and "no netmask for device(s) 14, 15" in unmasked.message
+    assert unmasked.severity == "warning" and "no netmask for device(s) 14, 15" in unmasked.message
     # A3 expects address_0..15: the A2-sized file misses dies 8..15
     eight = "\n".join(line for line in a3_hccn().splitlines() if int(line.split("_")[1].split("=")[0]) < 8)
     short = one(devices.check_hccn_conf("h", eight, 16, True, "a3"), "npu.hccn_conf")
@@ -441,11 +441,11 @@ def test_board_probe_against_the_double(monkeypatch):
     monkeypatch.delenv("FAKE_NPU_LAYOUT", raising=False)
     monkeypatch.setenv("FAKE_NPU_COUNT", "1")  # a container that sees card 0 only: verl's `-i 1` fails
     failed = one(board_probe.check({}), "npu.verl_board_probe")
-    assert failed.state == "error" and "-i 1" in failed.message and "ASCEND_VISIBLE_DEVICES is unset" in failed.message
+    assert failed.severity == "error" and "-i 1" in failed.message and "ASCEND_VISIBLE_DEVICES is unset" in failed.message
     assert "ASCEND_VISIBLE_DEVICES" in failed.fix
     fixed = one(board_probe.check({"ASCEND_VISIBLE_DEVICES": "0"}), "npu.verl_board_probe")
-    assert fixed.state == "ok" and "-i 0" in fixed.message and "25.2.0" in fixed.message
+    assert fixed.severity == "ok" and "-i 0" in fixed.message and "25.2.0" in fixed.message
     monkeypatch.setenv("FAKE_NPU_COUNT", "8")
-    assert one(board_probe.check({}), "npu.verl_board_probe").state == "ok"
+    assert one(board_probe.check({}), "npu.verl_board_probe").severity == "ok"
     monkeypatch.setenv("FAKE_NPU_COUNT", "1")  # a verl without the probe (0.6.1): not judged
-    assert one(board_probe.check({}, verl_probe=False), "npu.verl_board_probe").state == "skip"
+    assert one(board_probe.check({}, verl_probe=False), "npu.verl_board_probe").severity == "skip"
