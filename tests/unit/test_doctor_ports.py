@@ -22,13 +22,13 @@ def test_parse_ports_and_states():
 
 def test_free_range_is_ok():
     found = ports.check_hccl_ports({}, tables=[HEADER + row(0, 22, "0A") + row(1, 60016, "0A")])
-    assert [f.state for f in found] == ["ok"] and "60000-60015 are free" in found[0].message
+    assert [f.severity for f in found] == ["ok"] and "60000-60015 are free" in found[0].message
 
 
 def test_taken_port_is_an_error_with_a_free_base():
     tables = [HEADER + row(0, 60000, "0A") + row(1, 61000, "0A")]
     found = ports.check_hccl_ports({}, tables=tables, ephemeral=(32768, 60999))
-    assert [f.state for f in found] == ["error"]
+    assert [f.severity for f in found] == ["error"]
     assert "60000 listening" in found[0].message
     assert "HCCL_IF_BASE_PORT=61016" in found[0].fix  # 61000 is taken, so the next 16-port block
 
@@ -36,12 +36,12 @@ def test_taken_port_is_an_error_with_a_free_base():
 def test_base_from_env_and_bad_value_left_to_the_other_check():
     tables = [HEADER + row(0, 62010, "01")]
     found = ports.check_hccl_ports({"HCCL_IF_BASE_PORT": "62000"}, tables=tables)
-    assert found[0].state == "error" and "62000-62015" in found[0].message
+    assert found[0].severity == "error" and "62000-62015" in found[0].message
     assert ports.check_hccl_ports({"HCCL_IF_BASE_PORT": "x"}, tables=tables) == []
 
 
 def test_no_tables_is_a_skip():
-    assert [f.state for f in ports.check_hccl_ports({}, tables=[])] == ["skip"]
+    assert [f.severity for f in ports.check_hccl_ports({}, tables=[])] == ["skip"]
 
 
 def test_reads_this_hosts_real_tables():
