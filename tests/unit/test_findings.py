@@ -46,3 +46,25 @@ def test_json_form_is_the_same_for_every_command_and_reads_back():
     assert d == {"severity": "warning", "subject": "/ckpt/global_step_2", "message": "shard missing",
                  "fix": "copy it", "keys": ["k"], "code": "shard_missing"}
     assert Finding(**d) == f
+
+
+def test_status_and_patches_check_reach_their_codes_through_the_policy():
+    from verl_ascend.commands import patches, status
+
+    def report(patch_state="applied", problem="", verl_error=None):
+        return {"verl_import_error": verl_error, "patches": [{"name": "device", "state": patch_state}],
+                "settings": [{"name": "VERL_ASCEND_PATCHES", "problem": problem}]}
+
+    assert exit_code(status.judge(report())) == 0
+    assert exit_code(status.judge(report("not applicable"))) == 0
+    assert exit_code(status.judge(report("overridden"))) == 1
+    assert exit_code(status.judge(report(problem="unknown patch 'devcie'"))) == 1
+    assert exit_code(status.judge(report("failed", verl_error="import torch fails: x"))) == 2
+
+    def tree(supported=True, *states):
+        return {"project": "verl", "supported": supported, "note": "" if supported else "no diffs for 0.5.0",
+                "diffs": [{"fix": f"fix{i}", "state": s, "detail": ""} for i, s in enumerate(states)]}
+
+    assert exit_code(patches.judge([tree(True, patches.APPLIES, patches.APPLIED, patches.OBSOLETE)])) == 0
+    assert exit_code(patches.judge([tree(True, patches.APPLIES), tree(True, patches.CONFLICT)])) == 1
+    assert exit_code(patches.judge([tree(False, patches.APPLIED)])) == 1
