@@ -75,7 +75,7 @@ def _ray_folder(stdout: str) -> str:
 
 
 def test_feature_detection_matches_the_installed_verl():
-    proc = run_python("from verl_ascend.commands.rehearse import support_problem; print(repr(support_problem()))")
+    proc = run_python("from verl_ascend.rehearse.rehearsal import support_problem; print(repr(support_problem()))")
     problem = eval(proc.stdout.strip())
     if SUPPORTED:
         assert problem == "", problem
@@ -193,7 +193,7 @@ def test_a_data_file_missing_a_column_fails_the_rehearsal_naming_it_and_leaves_n
 
 @pytest.mark.verl_agnostic
 def test_learning_note_only_when_no_step_had_a_gradient(tmp_path):
-    from verl_ascend.commands.rehearse import learning_note
+    from verl_ascend.rehearse.rehearsal import learning_note
 
     flat, moving = tmp_path / "flat.log", tmp_path / "moving.log"
     flat.write_text("step:1 - actor/grad_norm:0.0 - critic/score/mean:0.0\nstep:2 - actor/grad_norm:0.0 - x:1\n")

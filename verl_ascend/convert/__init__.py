@@ -1,4 +1,4 @@
 """HF -> Megatron-core distributed checkpoint conversion that runs on Ascend, GPU and CPU hosts.
 
-Importing this package is cheap (no torch); the command is ``verl_ascend.commands.convert``.
+Importing this package is cheap (no torch); the run is :mod:`.job`, the command ``verl_ascend.commands.convert``.
 """

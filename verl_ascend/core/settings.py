@@ -14,12 +14,14 @@ LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 
 class Setting:
     """One switch. ``parse(raw)`` returns the value or raises ValueError; ``valid`` is what a user may
-    type. (A plain class: ``typing`` and ``collections`` are not loaded yet at interpreter start.)"""
+    type; ``choices`` (value -> what it does) for a switch that takes one of a few words. (A plain
+    class: ``typing`` and ``collections`` are not loaded yet at interpreter start.)"""
 
-    __slots__ = ("name", "default", "valid", "parse", "doc")
+    __slots__ = ("name", "default", "valid", "parse", "doc", "choices")
 
-    def __init__(self, name, default, valid, parse, doc):
+    def __init__(self, name, default, valid, parse, doc, choices=None):
         self.name, self.default, self.valid, self.parse, self.doc = name, default, valid, parse, doc
+        self.choices = choices
 
 
 def _switch(raw: str) -> bool:
@@ -48,6 +50,12 @@ def _level(raw: str) -> str:
     return value
 
 
+def _one_of(name, default, choices: dict, doc, note=""):
+    """A switch that takes one word of ``choices`` (or is unset: ``default``)."""
+    valid = "|".join(choices) + (f" ({note})" if note else "")
+    return Setting(name, default, valid, _choice(default, *choices), doc, choices)
+
+
 def _names(raw: str) -> frozenset:
     """``-a,-b`` switches patches off; a bare name is accepted too. Names are checked by the registry."""
     return frozenset(item.strip().lstrip("-") for item in raw.split(",") if item.strip().lstrip("-"))
@@ -62,9 +70,11 @@ TABLE = (
             "the plugin's log level (patch lines are DEBUG)"),
     Setting("VERL_ASCEND_DEVICE", "auto", "auto|npu|cpu", _choice("auto", "npu", "cpu", "off", "none", "0"),
             "force the Ascend-host verdict: npu = treat as Ascend, cpu = never"),
-    Setting("VERL_ASCEND_ROLLOUT_ORDER", "", "tiled|interleaved (empty: tiled on Ascend hosts)",
-            _choice("", "tiled", "interleaved"), "rollout dispatch order of the rollout_order patch"),
-    Setting("VERL_ASCEND_CKPT_VALIDATION", "fast", "fast|skip|stock", _choice("fast", "skip", "stock"),
+    _one_of("VERL_ASCEND_ROLLOUT_ORDER", "", {"tiled": "spread each prompt's samples over the rollout workers",
+                                              "interleaved": "verl's own order"},
+            "rollout dispatch order of the rollout_order patch", "empty: tiled on Ascend hosts"),
+    _one_of("VERL_ASCEND_CKPT_VALIDATION", "fast", {"fast": "keeps every check, near-linear", "skip": "turns them off",
+                                                    "stock": "leaves torch's own checks"},
             "distributed-checkpoint shard checks: near-linear (fast), none (skip) or torch's own (stock)"),
     Setting("VERL_ASCEND_REHEARSE", False, "1/0", _switch,
             "set by `verl-ascend rehearse` in its main_ppo: the CPU-only fixes act in that run only"),
@@ -106,6 +116,17 @@ def problem(name: str, environ=None):
     """Why the current value of ``name`` is not valid, or None."""
     setting = _BY_NAME[name]
     return _parse(setting, (os.environ if environ is None else environ).get(name))[1]
+
+
+def choose(name: str, what: str, environ=None):
+    """The value of a switch taking one of a few words, for code that must not run on a wrong one: a
+    bad value raises ValueError naming it and every valid word with what it does (no fallback)."""
+    setting = _BY_NAME[name]
+    env = os.environ if environ is None else environ
+    if _parse(setting, env.get(name))[1]:
+        options = [f"{name}={value} ({meaning})" for value, meaning in setting.choices.items()]
+        raise ValueError(f"{name}={env.get(name)!r} is not {what}; set " + ", ".join(options[:-1]) + f" or {options[-1]}")
+    return get(name, environ)
 
 
 def enabled(environ=None) -> bool:

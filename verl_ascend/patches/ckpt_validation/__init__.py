@@ -30,15 +30,13 @@ Upstream: torch 2.10 replaced the pairwise loops with one-dimension sweep lines,
 Remove when: torch validates a ~50k-chunk expert stack in well under a second.
 """
 
-import os
-
+from verl_ascend.core import settings
 from verl_ascend.core.marks import MARK
 from verl_ascend.core.registry import Patch
 from verl_ascend.patches.ckpt_validation import validators as impl
 
 NAME = "ckpt_validation"
 ENV = "VERL_ASCEND_CKPT_VALIDATION"
-MODES = ("fast", "skip", "stock")
 LOAD = "torch.distributed._shard.sharding_spec._internals"
 SAVE = "torch.distributed.checkpoint.default_planner"
 READ = "torch.distributed.checkpoint.planner_helpers"
@@ -50,14 +48,9 @@ _ATTRS = {
 _installed: list = []  # (attr, replacement, original) in install order, for revert()
 
 
-def mode(environ=os.environ) -> str:
-    raw = environ.get(ENV, "fast").strip().lower() or "fast"
-    if raw not in MODES:
-        raise ValueError(
-            f"{ENV}={environ.get(ENV)!r} is not a mode; use one of {', '.join(MODES)} "
-            "(fast keeps every check, skip turns them off, stock leaves torch alone)"
-        )
-    return raw
+def mode(environ=None) -> str:
+    """fast, skip or stock (the valid values live in core/settings.py); a bad one raises, naming the fix."""
+    return settings.choose(ENV, "a mode", environ)
 
 
 def _current(module, attr):

@@ -40,9 +40,8 @@ Remove when: verl 0.6.x (the last with the spmd ``rollout.mode=sync`` trainer pa
 import functools
 import inspect
 import logging
-import os
 
-from verl_ascend.core import platform
+from verl_ascend.core import platform, settings
 from verl_ascend.core.marks import MARK, unwrap, wrap
 from verl_ascend.core.registry import Patch
 from verl_ascend.patches.rollout_order import order as dispatch_order
@@ -266,11 +265,11 @@ def _wrap_func_generator(original):
 
 
 def order_and_reason():
-    return dispatch_order.configured_order(os.environ, platform.is_ascend_host())
+    return dispatch_order.configured_order(None, platform.is_ascend_host())
 
 
 def _chosen_by_user() -> bool:
-    return bool(os.environ.get(dispatch_order.ENV, "").strip())
+    return settings.get(dispatch_order.ENV) != ""
 
 
 def _verl_source(module_name: str) -> str:

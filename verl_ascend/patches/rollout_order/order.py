@@ -15,37 +15,29 @@ ids). Groups need not be contiguous nor of equal size (padding copies of the fir
 extra greedy row per prompt, a last short batch): the result is a permutation of ``range(len)`` in
 every case, so no row is ever lost or duplicated, and ``inverse`` restores the input order exactly.
 
-Pure functions of Python sequences; no torch, numpy or verl here.
+Pure functions of Python sequences; no torch, numpy or verl here (the switch is read through
+:mod:`verl_ascend.core.settings`).
 """
 
 from collections.abc import Hashable, Sequence
 
-ENV = "VERL_ASCEND_ROLLOUT_ORDER"
+from verl_ascend.core import settings
+
+ENV = "VERL_ASCEND_ROLLOUT_ORDER"  # its valid values and their meanings: core/settings.py's TABLE
 TILED = "tiled"
 INTERLEAVED = "interleaved"
-ORDERS = (TILED, INTERLEAVED)
-
-
-def parse_order(value: str) -> str:
-    """Normalise a ``VERL_ASCEND_ROLLOUT_ORDER`` value; raise ValueError naming the fix."""
-    order = (value or "").strip().lower()
-    if order not in ORDERS:
-        raise ValueError(
-            f"{ENV}={value!r} is not a rollout order; set {ENV}=tiled (spread each prompt's "
-            f"samples over the rollout workers) or {ENV}=interleaved (verl's own order)"
-        )
-    return order
 
 
 def configured_order(environ, on_ascend: bool) -> tuple[str, str]:
-    """The order to use and why: ``(order, reason)``.
+    """The order to use and why: ``(order, reason)``; ``environ`` None reads the process environment.
 
     Default: tiled on Ascend hosts (where long-tail rollouts end in HCCL timeouts), interleaved
-    elsewhere, because off Ascend verl-ascend changes nothing unless asked.
+    elsewhere, because off Ascend verl-ascend changes nothing unless asked. A bad value raises
+    ValueError naming it and the valid ones (the patch is then recorded as failed, with the fix).
     """
-    raw = environ.get(ENV, "")
-    if raw.strip():
-        return parse_order(raw), f"{ENV}={raw.strip()}"
+    order = settings.choose(ENV, "a rollout order", environ)
+    if order:
+        return order, f"{ENV}={order}"
     if on_ascend:
         return TILED, "default on Ascend hosts"
     return INTERLEAVED, f"default off Ascend hosts (set {ENV}=tiled to use it here)"

@@ -1,0 +1,35 @@
+"""The settings table owns each switch's valid words: a patch that must not run on a wrong one gets
+them from there, in its error, and the table's own check agrees."""
+
+import pytest
+
+from verl_ascend.core import settings
+
+pytestmark = pytest.mark.verl_agnostic
+
+WORD_SWITCHES = [s for s in settings.TABLE if s.choices]
+
+
+def test_the_word_switches_are_in_the_table():
+    assert {s.name for s in WORD_SWITCHES} >= {"VERL_ASCEND_ROLLOUT_ORDER", "VERL_ASCEND_CKPT_VALIDATION"}
+
+
+@pytest.mark.parametrize("setting", WORD_SWITCHES, ids=lambda s: s.name)
+def test_every_word_is_accepted_in_any_case_and_unset_is_the_default(setting):
+    for word in setting.choices:
+        assert settings.choose(setting.name, "x", {setting.name: f" {word.upper()} "}) == word
+        assert settings.problem(setting.name, {setting.name: word}) is None
+        assert word in setting.valid
+    assert settings.choose(setting.name, "x", {}) == setting.default
+
+
+@pytest.mark.parametrize("setting", WORD_SWITCHES, ids=lambda s: s.name)
+def test_a_wrong_word_raises_naming_it_and_every_valid_one(setting):
+    env = {setting.name: "nonsense"}
+    with pytest.raises(ValueError) as err:
+        settings.choose(setting.name, "a thing", env)
+    text = str(err.value)
+    assert f"{setting.name}='nonsense' is not a thing" in text
+    for word, meaning in setting.choices.items():
+        assert f"{setting.name}={word} ({meaning})" in text
+    assert settings.problem(setting.name, env)  # status reports the same value as invalid

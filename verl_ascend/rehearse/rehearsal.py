@@ -1,0 +1,282 @@
+"""A recipe's real main_ppo loop, tiny, on this machine's CPU: what ``verl-ascend rehearse`` runs.
+
+``run(options)`` reads the recipe in the sandbox of ``check``, scales it down (:mod:`.assets`,
+:mod:`.plan`), runs main_ppo twice through :mod:`.runner` (train to a checkpoint, then resume) and
+prints the ``logs`` report of the run.
+"""
+
+import importlib.util
+import os
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from verl_ascend.rehearse import plan as plan_mod
+from verl_ascend.rehearse.runtime import ENV
+
+TRAINER = "verl.trainer.main_ppo"
+RESPONSE_LENGTH = 16
+N_RESP = 2
+
+
+class RehearseError(Exception):
+    """Bad input or an unsupported environment: exit 2 with this message."""
+
+
+def support_problem() -> str:
+    """Why the installed verl cannot be rehearsed ('' when it can): read its sources, import nothing."""
+    spec = importlib.util.find_spec("verl")
+    if spec is None or not spec.submodule_search_locations:
+        return "verl is not installed in this Python environment (pip install verl)"
+    root = Path(list(spec.submodule_search_locations)[0])
+    needs = (("plugin/platform/platform_manager.py", "class PlatformRegistry", "a platform registry (verl.plugin.platform)"),
+             ("workers/rollout/replica.py", "class RolloutReplicaRegistry", "a rollout replica registry"),
+             ("workers/rollout/base.py", "_ROLLOUT_REGISTRY", "a rollout class registry"))
+    missing = []
+    for rel, marker, what in needs:
+        path = root / rel
+        if not path.is_file() or marker not in path.read_text(errors="replace"):
+            missing.append(what)
+    if missing:
+        return (f"the installed verl ({root}) has no {', no '.join(missing)}; a CPU rehearsal plugs into those "
+                "(verl 0.9.x has them; 0.6.x does not). Fix: run rehearse in a verl 0.9 environment")
+    return ""
+
+
+def _files(value) -> list:
+    if not value:
+        return []
+    text = str(value).strip().strip("[]")
+    return [p.strip().strip("'\"") for p in text.split(",") if p.strip().strip("'\"")]
+
+
+def _truncate(src: str, dst: Path, rows: int) -> int:
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(src)
+    table = table.slice(0, min(rows, table.num_rows))
+    tmp = dst.with_suffix(".tmp")
+    pq.write_table(table, tmp)
+    tmp.replace(dst)
+    return table.num_rows
+
+
+def prepare_data(overrides, data_dir: Path, train_rows: int, val_rows: int) -> tuple:
+    """(train, val, description): the recipe's parquet truncated when here, else the bundled gsm8k sample."""
+    data_dir.mkdir(parents=True, exist_ok=True)
+    train = [f for f in _files(plan_mod.value_of(overrides, "data.train_files")) if f]
+    val = [f for f in _files(plan_mod.value_of(overrides, "data.val_files")) if f]
+    if train and all(os.path.isfile(f) for f in train) and all(os.path.isfile(f) for f in val):
+        source = f"the recipe's {train[0]}" + (f" (first of {len(train)})" if len(train) > 1 else "")
+        train_src, val_src = train[0], (val[0] if val else train[0])
+    else:
+        from verl_ascend.data import gsm8k
+
+        sample = data_dir / "gsm8k_sample"
+        with open(os.devnull, "w") as quiet:
+            saved, sys.stdout = sys.stdout, quiet
+            try:
+                code = gsm8k.main(["--sample", "--local_dir", str(sample), "--json"])
+            finally:
+                sys.stdout = saved
+        if code != 0:
+            raise RehearseError("could not write the bundled gsm8k sample")
+        source = (f"bundled gsm8k sample (the recipe's {train[0] if train else 'data.train_files'} is not on "
+                  "this machine)")
+        train_src, val_src = str(sample / "train.parquet"), str(sample / "test.parquet")
+    n_train = _truncate(train_src, data_dir / "train.parquet", train_rows)
+    n_val = _truncate(val_src, data_dir / "val.parquet", val_rows)
+    return (str(data_dir / "train.parquet"), str(data_dir / "val.parquet"),
+            f"data: {source}, truncated to {n_train} train / {n_val} val rows")
+
+
+def prompt_length(model_dir: Path, train_file: str, prompt_key: str = "prompt") -> int:
+    """Longest chat-templated prompt of the run's rows in the tiny tokenizer, rounded up.
+
+    A file without the prompt column gets a default: verl's own dataset then fails naming the
+    column, as it would on the cluster.
+    """
+    import pyarrow.parquet as pq
+    from transformers import AutoTokenizer
+
+    table = pq.read_table(train_file)
+    if prompt_key not in table.column_names:
+        return 256
+    tok = AutoTokenizer.from_pretrained(str(model_dir))
+    longest = 0
+    for messages in table.column(prompt_key).to_pylist():
+        text = tok.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
+        longest = max(longest, len(tok(text, add_special_tokens=False)["input_ids"]))
+    return ((longest + 16) // 32 + 1) * 32
+
+
+def child_env(launch_env: dict) -> dict:
+    env = dict(os.environ)
+    # The recipe's own verl-ascend switches travel (they change the plugin's behaviour); its NPU settings do not.
+    env.update({k: v for k, v in (launch_env or {}).items() if k.startswith("VERL_ASCEND_") and k != ENV})
+    env.setdefault("VERL_ASCEND_ROLLOUT_ORDER", "tiled")  # what A2 runs by default
+    env.update({ENV: "1", "VERL_PLATFORM": "cpu", "VERL_ENGINE_DEVICE": "cuda", "OMP_NUM_THREADS": "1",
+                "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false",
+                "RAY_DEDUP_LOGS": "0", "RAY_USAGE_STATS_ENABLED": "0", "VERL_ASCEND": "1",
+                # Ray starts idle Python workers ahead of need (one per logical CPU it is told of); on a
+                # 2-core host they cost a few CPU-seconds each and verl's actors start their own anyway
+                "RAY_enable_worker_prestart": "0", "RAY_prestart_worker_first_driver": "0"})
+    return env
+
+
+def _print_logs_table(logs, out_dir: Path) -> int:
+    """The `verl-ascend logs` report of the run's console logs (table, CSV, plot), printed and kept."""
+    import contextlib
+    import io
+
+    from verl_ascend.logs import report as logs_report
+
+    table = out_dir / "logs_table.txt"
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        try:
+            code = logs_report.run([str(p) for p in logs], csv_path=str(out_dir / "logs.csv"), plot=str(out_dir / "logs.png"))
+        except logs_report.BadInput as exc:
+            print(f"verl-ascend logs: {exc}", file=sys.stderr)
+            code = 2
+    table.write_text(buf.getvalue())
+    print(buf.getvalue().rstrip())
+    return code
+
+
+def learning_note(logs) -> str:
+    """A line when no step had a gradient (a reward constant within every group), else ''."""
+    from verl_ascend.logs.parse import parse_files
+
+    norms = [m.get("actor/grad_norm") for m in parse_files([str(p) for p in logs]).steps.values()]
+    norms = [n for n in norms if n is not None]
+    if norms and all(n == 0 for n in norms):
+        return ("note: actor/grad_norm is 0 at every step: each prompt's responses got the same reward (the gsm8k "
+                "rule scores a random model 0), so GRPO's advantages are 0 and nothing is learned. The loop itself "
+                "ran; to see a learning signal pass a reward that varies, e.g. "
+                "--override reward.custom_reward_function.path=my_reward.py")
+    return ""
+
+
+def _checkpoints(ckpt_dir: Path) -> list:
+    return sorted(p.name for p in ckpt_dir.glob("global_step_*") if p.is_dir())
+
+
+def run(options) -> int:
+    """The rehearsal ``options`` (the parsed rehearse flags) ask for: 0 ok, 1 the run failed (said on stderr).
+
+    Bad input or an unsupported verl raises :class:`RehearseError`.
+    """
+    problem = support_problem()
+    if problem:
+        raise RehearseError(problem)
+    recipe = Path(options.recipe)
+    if not recipe.is_file():
+        raise RehearseError(f"recipe {options.recipe} does not exist. Fix: pass the path of a launch script such as "
+                            "recipes/grpo_qwen2_5_7b_a2.sh")
+    bad_env = [a for a in options.env if "=" not in a or not a.split("=", 1)[0]]
+    if bad_env:
+        raise RehearseError(f"--env {bad_env[0]!r} is not NAME=VALUE. Fix: e.g. --env MODEL_PATH=/models/Qwen2.5-7B")
+    from verl_ascend.check import extract as extract_mod
+    from verl_ascend.check import sandbox
+
+    started = time.time()
+    print(f"rehearse: reading {recipe} (sandboxed, nothing of it runs here) ...", flush=True)
+    try:
+        found = extract_mod.extract(str(recipe), dict(a.split("=", 1) for a in options.env), cwd=os.getcwd())
+    except sandbox.Unavailable as exc:
+        raise RehearseError(str(exc)) from None
+    launch = found.launch
+    if launch is None:
+        why = "; ".join(f.message for f in found.findings) or "no trainer call found"
+        raise RehearseError(f"{recipe}: {why}")
+    if launch.module != TRAINER:
+        raise RehearseError(f"{recipe} launches {launch.module}; rehearse runs {TRAINER} recipes only "
+                            "(DAPO's main_dapo is not supported yet)")
+    out = Path(options.out or f"rehearse-{recipe.stem}").resolve()
+    ckpt_dir = out / "checkpoints"
+    if ckpt_dir.exists() and any(ckpt_dir.iterdir()):
+        raise RehearseError(f"--out {out} already holds checkpoints (a rehearsal would resume from them). "
+                            "Fix: pass another --out or remove that folder")
+    out.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix="va-rh-"))  # short: Ray's socket paths must stay < 108 bytes
+    model_dir = out / "model" if options.keep_model else work / "model"
+    try:
+        return _rehearse(options, recipe, launch, out, ckpt_dir, work, model_dir, started)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _rehearse(options, recipe, launch, out, ckpt_dir, work, model_dir, started) -> int:
+    from verl_ascend.rehearse import assets
+
+    nproc, steps = options.nproc, options.steps
+    batch = 2 * nproc
+    overrides = list(launch.overrides) + list(options.overrides)
+    train, val, data_note = prepare_data(overrides, out / "data", batch * (steps + 1), 4)
+    print("rehearse: building the tiny model and tokenizer ...", flush=True)
+    try:
+        built = assets.build(plan_mod.value_of(overrides, "actor_rollout_ref.model.path", ""),
+                             assets.prompt_texts([train, val]), model_dir)
+    except assets.AssetError as exc:
+        raise RehearseError(str(exc)) from None
+    plen = prompt_length(model_dir, train, plan_mod.value_of(overrides, "data.prompt_key", "prompt"))
+    ray_tmp = str(work / "ray")
+    the_plan = plan_mod.build(launch.config_name, list(launch.overrides), model_dir=str(model_dir), train_file=train,
+                              val_file=val, nproc=nproc, steps=steps, prompt_length=plen,
+                              response_length=RESPONSE_LENGTH, ckpt_dir=str(ckpt_dir), ray_tmp=ray_tmp,
+                              n_resp=N_RESP, batch=batch)
+    use_v1 = plan_mod.value_of(overrides, "trainer.use_v1", "True (verl 0.9 default)")
+    changes = [f"model: {built['architecture']} ({built['model_type']}) from {built['source']} -> "
+               f"{built['layers']} layers, hidden {built['hidden']}, vocab {built['vocab']}, {built['params']:,} "
+               f"parameters, random weights{', MoE kept' if built['moe'] else ''}; tokenizer: byte-level BPE trained "
+               "here (offline)", data_note] + the_plan.changes
+    kept = [f"kept: {item}" for item in the_plan.kept]
+    extra = [f"added after the recipe (--override): {item}" for item in options.overrides]
+    report = [f"rehearsal of {recipe} ({TRAINER}, trainer.use_v1={use_v1})", "scaled down for CPU:"]
+    report += [f"  - {c}" for c in changes] + [f"  {k}" for k in kept + extra]
+    tmp_report = out / "changes.txt.tmp"
+    tmp_report.write_text("\n".join(report) + "\n")
+    tmp_report.replace(out / "changes.txt")
+    print("\n".join(report), flush=True)
+
+    argv = [sys.executable, "-m", TRAINER, f"--config-name={the_plan.config_name}"]
+    if launch.config_path not in ("config", "") and os.path.isabs(launch.config_path):
+        argv.append(f"--config-path={launch.config_path}")
+    base = the_plan.overrides + list(options.overrides)
+    env = child_env(launch.env)
+    from verl_ascend.rehearse import runner
+
+    logs, said, phases = [], [], [("train", steps, base), ("resume", steps + 1,
+                                                  base + [f"trainer.total_training_steps={steps + 1}"])]
+    for label, last_step, overrides_run in phases:
+        log = out / ("console.log" if label == "train" else "console_resume.log")
+        print(f"rehearse: {label}: main_ppo to step {last_step} on {nproc} CPU rank(s); log {log}; Ray in {ray_tmp}",
+              flush=True)
+        code, seen, error = runner.run(argv + overrides_run, env, str(out), log, ray_tmp, options.timeout, label, said=said)
+        logs.append(log)
+        if code != 0 or error:
+            print(f"verl-ascend rehearse: main_ppo ({label}) failed, exit {code}: {error or 'see ' + str(log)}",
+                  file=sys.stderr)
+            return 1
+        if not seen or max(seen) != last_step:
+            print(f"verl-ascend rehearse: main_ppo ({label}) exited 0 but logged steps {seen or 'none'} "
+                  f"(expected up to {last_step}); see {log}", file=sys.stderr)
+            return 1
+    ckpts = _checkpoints(ckpt_dir)
+    print(f"rehearse: checkpoints in {ckpt_dir}: {', '.join(ckpts) or 'none'}")
+    if f"global_step_{steps}" not in ckpts:
+        print(f"verl-ascend rehearse: no checkpoint global_step_{steps} in {ckpt_dir}", file=sys.stderr)
+        return 1
+    _print_logs_table(logs, out)
+    note = learning_note(logs)
+    if note:
+        print(note)
+    print("the plugin inside the loop, as its processes said it (console*.log, lines '" + runner.SAID + "'):")
+    print("\n".join(f"  {line}" for line in said) if said else
+          "  nothing: no process of the loop reported (is verl-ascend installed in main_ppo's environment?)")
+    print(f"rehearse: ok in {time.time() - started:.0f} s: {steps} step(s), checkpoint, resumed step {steps + 1}; "
+          f"outputs in {out} (changes.txt, console*.log, checkpoints/, logs_table.txt, logs.png, logs.csv)")
+    return 0
