@@ -384,7 +384,10 @@ def test_chip_map_layouts():
     assert devices.layout_from_chip_map(None) is None
 
 
-def a3_hccn(mask="255.255.255.0", second_subnet=True, masks=range(16)):
+ALL_DIES = tuple(range(16))
+
+
+def a3_hccn(mask="255.255.255.0", second_subnet=True, masks=ALL_DIES):
     lines = []
     for die in range(16):
         card, chip = divmod(die, 2)

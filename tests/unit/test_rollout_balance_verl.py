@@ -8,7 +8,7 @@ agent-loop worker, fewest requests sent). verl's class runs here over stand-in s
 
 import numpy as np
 from test_rollout_balance_bench import LONG, SHORT
-from test_rollout_balance_bench import bench as bench  # noqa: F401  (re-used module fixture)
+from test_rollout_balance_bench import bench as bench  # noqa: F401,F811  (re-used module fixture)
 
 
 def _verl_router(servers: int):
@@ -52,7 +52,7 @@ def _verl_router(servers: int):
     return PerWorker()
 
 
-def test_request_model_routes_around_a_busy_server_like_verls_balancer(bench):
+def test_request_model_routes_around_a_busy_server_like_verls_balancer(bench):  # noqa: F811
     """Staggered arrivals (a second turn, a late worker): verl's router and the bench's model of it
     make the same choices. The global balancer keeps new requests off the server still busy with
     the long-tail sample; verl 0.6's per-worker counter does not look at what is in flight."""
