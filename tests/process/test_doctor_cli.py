@@ -85,6 +85,8 @@ def test_well_set_up_node_is_all_ok(ascend_env):
     expected_nofile = "ok" if soft >= 32768 else "warning"  # this machine's hard limit may be below 32768
     assert states.pop("limits.nofile") == expected_nofile
     assert states.pop("ray.cluster") == "skip"  # no Ray started: said, not passed
+    # the one check that reads the installed verl; its verdict per verl: test_board_probe_matches_the_installed_verl
+    assert states.pop("npu.verl_board_probe") in ("ok", "skip")
     assert set(states.values()) == {"ok"}, [f for f in data["findings"] if f["severity"] != "ok"]
     assert {"torch_npu", "cann.env", "npu.devices", "npu.health", "npu.hccn_conf", "network.socket_ifname_pair",
             "network.hccl_socket_ifname", "network.gloo_socket_ifname", "hccl.connect_timeout",
