@@ -1,7 +1,9 @@
 """The plugin activates in a fresh interpreter that imports verl, with no change to the command."""
 
 import json
+import re
 
+import pytest
 from subproc import clean_env, last_json, run_cli, run_python
 
 STATUS_AFTER_IMPORT = """
@@ -12,16 +14,15 @@ print(json.dumps({"info": activation.activation_info(), "patches": registry.snap
 
 
 def test_import_verl_activates_plugin_and_logs_what_it_patched_at_debug():
-    proc = run_python(STATUS_AFTER_IMPORT)
+    # Quiet by default (patch lines are DEBUG) is asserted by test_quiet.py against VERL_ASCEND=0.
+    proc = run_python(STATUS_AFTER_IMPORT, env=clean_env(VERL_ASCEND_LOG_LEVEL="debug"))
     out = last_json(proc)
     assert out["info"]["active"] is True
     assert "pth" in out["info"]["sources"] or "entry-point" in out["info"]["sources"]
     states = {p["name"]: p["state"] for p in out["patches"]}
     # verl imports ray (verl.protocol), so the runtime_env forwarding is in place after `import verl`.
     assert states["ray_runtime_env"] == "applied"
-    assert "verl-ascend" not in proc.stderr  # quiet by default: patch lines are DEBUG
-    debug = run_python(STATUS_AFTER_IMPORT, env=clean_env(VERL_ASCEND_LOG_LEVEL="debug"))
-    assert "DEBUG verl-ascend: patched ray_runtime_env" in debug.stderr
+    assert "DEBUG verl-ascend: patched ray_runtime_env" in proc.stderr
 
 
 def test_verl_ascend_0_turns_everything_off():
@@ -54,11 +55,18 @@ def test_interpreter_start_stays_cheap():
     assert out == {"active": False, "armed": True, "heavy": [], "patch_code": []}
 
 
-def test_status_json_lists_every_patch():
+@pytest.fixture(scope="module")
+def status_json():
+    """One `status --json` run for this module: it imports every patch target (the suite's costliest probe)."""
+    proc = run_cli("status", "--json")
+    return proc, json.loads(proc.stdout)
+
+
+def test_status_json_lists_every_patch(status_json):
     from verl_ascend.core.activation import PATCHES
 
-    proc = run_cli("status", "--json")
-    report = json.loads(proc.stdout)
+    proc, report = status_json
+    assert proc.returncode == 0, proc.stderr[-3000:]
     assert [p["name"] for p in report["patches"]] == list(PATCHES)
     for patch in report["patches"]:
         assert patch["state"] in {"applied", "not applicable", "pending"}, patch  # none fails on this verl
@@ -66,9 +74,13 @@ def test_status_json_lists_every_patch():
     assert report["plugin"]["active"] is True
 
 
-def test_status_text_and_bad_flags():
-    proc = run_cli("status")
-    assert "patches:" in proc.stdout and "device" in proc.stdout
+def test_status_text_and_bad_flags(status_json):
+    from verl_ascend.commands.status import render
+
+    text = render(status_json[1])  # the text form of the same report (the CLI prints exactly this)
+    assert "patches:" in text and "verl device:" in text
+    for patch in status_json[1]["patches"]:
+        assert re.search(rf"^  {patch['name']} +{patch['state']}$", text, re.M), (patch["name"], text)
     bad = run_cli("status", "--no-such-flag")
     assert bad.returncode == 2
     assert "unrecognized arguments" in bad.stderr

@@ -10,7 +10,11 @@ output stays one valid JSON document.
 
 import json
 
+import pytest
 from subproc import clean_env, run_cli
+
+# `import torch` fails before verl is reached: nothing here depends on the installed verl.
+pytestmark = pytest.mark.verl_agnostic
 
 BROKEN = dict(fake_npu=True, bins=("npu-smi",), FAKE_TORCH_NPU_BROKEN="1")
 QUICK_DOCTOR = ("--ray-address", "off", "--skip", "network,hccl,env,npu")

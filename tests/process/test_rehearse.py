@@ -3,7 +3,7 @@
 The rehearsal runs verl's own `python -m verl.trainer.main_ppo` (driver, Ray, FSDP2 workers over
 gloo, agent loop, hf rollout server, reward loop, update, checkpoint, resume). Trainer path: the
 recipe's, i.e. verl 0.9.1's default `trainer.use_v1=True` (TransferQueue). Cost: one rehearsal, i.e.
-two main_ppo runs (train + resume, 2 ranks; ~380 CPU-seconds, ~4 min on 2 idle cores, ~5 GB), plus
+two main_ppo runs (train 1 step + resume 1 step, 2 ranks; ~380 CPU-seconds, ~4 min on 2 idle cores, ~5 GB), plus
 one main_ppo that fails in its TaskRunner before any worker starts (planted data fault, ~80 s).
 On a verl without a platform registry (0.6.1) only the refusal runs; which side runs is decided by
 reading the installed verl's sources, and the detection itself is asserted on both.
@@ -128,7 +128,7 @@ def test_rehearsal_of_a_shipped_grpo_recipe_trains_saves_and_resumes():
         tmp = Path(tmp)
         (tmp / "varied_reward.py").write_text(REWARD)
         out = tmp / "out"
-        proc = _rehearse(out, "--nproc", "2", "--steps", "2",
+        proc = _rehearse(out, "--nproc", "2", "--steps", "1",
                          "--override", f"reward.custom_reward_function.path={tmp / 'varied_reward.py'}")
         assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
         changes = (out / "changes.txt").read_text()
@@ -138,18 +138,18 @@ def test_rehearsal_of_a_shipped_grpo_recipe_trains_saves_and_resumes():
                          "kept: algorithm.adv_estimator=grpo", "kept: actor_rollout_ref.actor.kl_loss_type=low_var_kl"):
             assert expected in changes, changes
         train, resumed = _steps(out / "console.log"), _steps(out / "console_resume.log")
-        assert sorted(train) == [1, 2] and sorted(resumed) == [3], (train.keys(), resumed.keys())
+        assert sorted(train) == [1] and sorted(resumed) == [2], (train.keys(), resumed.keys())
         assert "Resuming from" in (out / "console_resume.log").read_text()
         ckpts = sorted(p.name for p in (out / "checkpoints").glob("global_step_*"))
-        assert ckpts == ["global_step_1", "global_step_2", "global_step_3"], ckpts
+        assert ckpts == ["global_step_1", "global_step_2"], ckpts
         for step, metrics in {**train, **resumed}.items():
             assert metrics["actor/grad_norm"] > 0, (step, metrics)  # a learning signal
             assert metrics["critic/score/max"] > metrics["critic/score/min"], (step, metrics)  # reward varies
             assert metrics["training/rollout_probs_diff_max"] < 1e-2, (step, metrics)  # weights reach the rollout
-        # kl_loss moves: the actor left the reference after step 1's update; after the resume it is still away
-        # from it, which a resume that silently started from the initial weights would not be (kl_loss 0 again)
-        kl = [train[1]["actor/kl_loss"], train[2]["actor/kl_loss"], resumed[3]["actor/kl_loss"]]
-        assert kl[1] != kl[0] and kl[1] > 0 and kl[2] > 0, kl
+        # kl_loss: 0 at step 1 (actor == reference); at the resumed step 2 the actor is away from the reference
+        # by step 1's update, which a resume that silently started from the initial weights would not be
+        kl = [train[1]["actor/kl_loss"], resumed[2]["actor/kl_loss"]]
+        assert abs(kl[0]) < 1e-6 and kl[1] > 1e-6, kl
         # the plugin inside the loop, said by the loop's processes (Ray forwards their lines into the log)
         log = (out / "console.log").read_text(errors="replace")
         verdict = re.search(r"\(TaskRunner\w* pid=\d+\).*verl-ascend rehearse: rollout dispatch "
@@ -160,10 +160,8 @@ def test_rehearsal_of_a_shipped_grpo_recipe_trains_saves_and_resumes():
             assert re.search(rf"\(WorkerDict pid=\d+\).*verl-ascend rehearse: patches in actor rank {rank} "
                              r"\(pid \d+\): .*ckpt_validation applied.*rollout_order", log), rank
         assert "rollout_order not applicable on this path" in proc.stdout.split("the plugin inside the loop")[-1]
-        logs = run_cli("logs", str(out / "console.log"), str(out / "console_resume.log"), timeout=120)
-        assert logs.returncode in (0, 1), logs.stderr
-        assert "parsed 3 step(s)" in logs.stdout, logs.stdout
-        assert (out / "logs.png").stat().st_size > 0 and "parsed 3 step(s)" in (out / "logs_table.txt").read_text()
+        # rehearse ran `logs` on both console logs (the table and the plot are its outputs)
+        assert (out / "logs.png").stat().st_size > 0 and "parsed 2 step(s)" in (out / "logs_table.txt").read_text()
         assert _survivors(_ray_folder(proc.stdout), str(out)) == []
 
 
