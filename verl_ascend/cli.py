@@ -9,6 +9,8 @@ import argparse
 import importlib
 import sys
 
+from verl_ascend.core import findings
+
 # Subcommand modules under verl_ascend/commands/, in the order of `verl-ascend --help`.
 COMMANDS = (
     "status",    # what the plugin did in this environment
@@ -50,6 +52,9 @@ def main(argv=None) -> int:
         parser.subcommands[args.command].error(f"unrecognized arguments: {' '.join(unknown)}")
     try:
         return args.func(args)
+    except findings.BadInput as exc:  # every feature's bad-input error: one message shape, one code
+        print(f"verl-ascend {args.command}: {exc}", file=sys.stderr)
+        return findings.ERRORS
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130

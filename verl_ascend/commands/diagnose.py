@@ -7,11 +7,7 @@ from verl_ascend.diagnose import report, scan
 
 
 def _run(args) -> int:
-    try:
-        scanner = scan.scan(args.paths, None if args.json else progress.bytes_bar)
-    except scan.BadInput as exc:
-        print(f"verl-ascend diagnose: {exc}", file=sys.stderr)
-        return 2
+    scanner = scan.scan(args.paths, None if args.json else progress.bytes_bar)  # BadInput: cli.main, exit 2
     if not scanner.files:
         print("verl-ascend diagnose: nothing to read: " + "; ".join(f"{p}: {r}" for p, r in scanner.skipped)
               + ". Pass text logs (driver log, Ray worker logs, CANN plog).", file=sys.stderr)

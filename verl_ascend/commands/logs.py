@@ -1,17 +1,12 @@
 """`verl-ascend logs LOGFILE...`: table, CSV, plot and a last-step summary of verl's step lines."""
 
-import sys
 
 from verl_ascend.commands._args import positive_int
 from verl_ascend.logs import report
 
 
 def _run(args) -> int:
-    try:
-        return report.run(args.logfiles, args.csv, args.plot, args.world_size, args.samples_per_step)
-    except report.BadInput as exc:
-        print(f"verl-ascend logs: {exc}", file=sys.stderr)
-        return 2
+    return report.run(args.logfiles, args.csv, args.plot, args.world_size, args.samples_per_step)  # BadInput: cli
 
 
 def register(sub) -> None:

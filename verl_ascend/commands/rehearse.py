@@ -1,17 +1,12 @@
 """``verl-ascend rehearse RECIPE.sh``: the recipe's real main_ppo loop, tiny, on this machine's CPU."""
 
-import sys
 
 from verl_ascend.commands._args import positive_int
 from verl_ascend.rehearse import rehearsal
 
 
 def _run(args) -> int:
-    try:
-        return rehearsal.run(args)
-    except rehearsal.RehearseError as exc:
-        print(f"verl-ascend rehearse: {exc}", file=sys.stderr)
-        return 2
+    return rehearsal.run(args)  # its RehearseError is bad input: cli.main says it and exits 2
 
 
 def register(sub) -> None:

@@ -10,6 +10,8 @@ import datetime
 import os
 import re
 
+from verl_ascend.core import findings
+
 from . import context, table
 
 BLOCK = 4 << 20
@@ -48,7 +50,7 @@ class Event:
         return (self.when is None, self.when or datetime.datetime.min, self.path, self.line)
 
 
-class BadInput(Exception):
+class BadInput(findings.BadInput):
     """A PATH that cannot be read as logs; the message names it and what to pass instead."""
 
 

@@ -3,11 +3,11 @@
 import csv
 import os
 
-from verl_ascend.core import outfiles, progress
+from verl_ascend.core import findings, outfiles, progress
 from verl_ascend.logs import health, parse, throughput
 
 
-class BadInput(Exception):
+class BadInput(findings.BadInput):
     """A missing file, an unusable output path, no step lines: exit 2 with this message."""
 
 

@@ -13,6 +13,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from verl_ascend.core import findings
 from verl_ascend.rehearse import plan as plan_mod
 from verl_ascend.rehearse.runtime import ENV
 
@@ -21,7 +22,7 @@ RESPONSE_LENGTH = 16
 N_RESP = 2
 
 
-class RehearseError(Exception):
+class RehearseError(findings.BadInput):
     """Bad input or an unsupported environment: exit 2 with this message."""
 
 
