@@ -54,7 +54,7 @@ def main(argv=None) -> int:
         return args.func(args)
     except findings.BadInput as exc:  # every feature's bad-input error: one message shape, one code
         print(f"verl-ascend {args.command}: {exc}", file=sys.stderr)
-        return findings.ERRORS
+        return 2
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130

@@ -19,3 +19,13 @@ def test_unknown_flag_shows_the_subcommands_usage(command):
     assert proc.returncode == 2
     assert f"usage: verl-ascend {command} " in proc.stderr
     assert "unrecognized arguments: --no-such-flag" in proc.stderr
+
+
+@pytest.mark.verl_agnostic
+@pytest.mark.parametrize("command", ["logs", "diagnose"])
+def test_bad_input_is_said_once_in_the_commands_words_and_exits_2(command, tmp_path):
+    missing = tmp_path / "no-such.log"
+    proc = run_cli(command, str(missing), timeout=60)
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"verl-ascend {command}: ") and str(missing) in lines[0], lines
