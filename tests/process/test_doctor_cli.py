@@ -278,6 +278,7 @@ def test_bad_arguments_exit_2(args, needle):
     assert proc.returncode == 2 and needle in proc.stderr
 
 
+@pytest.mark.verl_agnostic  # doctor's wording of the plugin's report; the report per verl: test_activation.py
 def test_patch_status_comes_from_the_plugin():
     only_patches = ",".join(g for g in ALL_GROUPS if g != "patches")
     proc = doctor("--json", "--skip", only_patches, env=clean_env(VERL_ASCEND_PATCHES="-device"), timeout=600)
