@@ -7,16 +7,20 @@ echoed too: verl's ``union`` then refuses a misaligned join.
 
 Models (the interface, not the generation): verl's rollout worker groups' ``generate_sequences`` —
 ``ActorRolloutRefWorker.generate_sequences`` in ``verl/workers/fsdp_workers.py`` (verl 0.6.1, sync/spmd
-rollout, registered with ``Dispatch.DP_COMPUTE_PROTO``) and ``AgentLoopWorker.generate_sequences`` in
-``verl/experimental/agent_loop/agent_loop.py`` (0.6.1 and 0.9.1): a DataProto slice in, one response row
-per input row out, in input order.
+rollout: registered with ``make_nd_compute_dataproto_dispatch_fn(mesh_name="rollout")``, each rank
+registering its rollout DP rank in ``ActorRolloutRefWorker._build_rollout``; with one rank per rollout
+replica -- the ``hf`` rollout, or infer TP 1 -- that is ``dp_rank=self.rank, is_collect=True``) and
+``AgentLoopWorker.generate_sequences`` in ``verl/experimental/agent_loop/agent_loop.py`` (0.6.1 and
+0.9.1): a DataProto slice in, one response row per input row out, in input order.
+Sources: https://github.com/volcengine/verl/blob/v0.6.1/verl/workers/fsdp_workers.py and
+https://github.com/volcengine/verl/blob/v0.9.1/verl/experimental/agent_loop/agent_loop.py
 """
 
 import numpy as np
 import torch
 from verl.protocol import DataProto
 from verl.single_controller.base import Worker
-from verl.single_controller.base.decorator import Dispatch, register
+from verl.single_controller.base.decorator import make_nd_compute_dataproto_dispatch_fn, register
 
 PROMPT_LEN = 3
 
@@ -62,6 +66,11 @@ class EchoRolloutWorker(Worker):
     tests start only two Ray worker processes.
     """
 
-    @register(dispatch_mode=Dispatch.DP_COMPUTE_PROTO)
+    def __init__(self):
+        super().__init__()
+        # as verl 0.6.1's ActorRolloutRefWorker._build_rollout does for one rank per rollout replica
+        self._register_dispatch_collect_info("rollout", dp_rank=self.rank, is_collect=True)
+
+    @register(dispatch_mode=make_nd_compute_dataproto_dispatch_fn(mesh_name="rollout"))
     def generate_sequences(self, prompts: DataProto) -> DataProto:
         return echo(prompts, self.rank)

@@ -7,6 +7,8 @@ The two wrappers MindSpeed's ``--ckpt-acceleration`` feature
 (``features_manager/ckpt_acceleration/ckpt_acceleration.py``) puts on torch's checkpoint validators:
 ``functools.wraps`` of whatever is installed at that moment, and a body that checks nothing
 (the plan check answers True, the shard check returns None).
+Source: https://github.com/Ascend/MindSpeed/blob/60b09d7b29c929bd8230cb7c99ad66356fdc490f/mindspeed/core/dist_checkpointing/checkpoint_adaptor.py
+(the commit that added it, 2025-12-29; unchanged on master since).
 """
 
 import functools

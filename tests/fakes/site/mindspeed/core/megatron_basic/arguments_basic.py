@@ -12,6 +12,9 @@ the generated subclass (a ``TransformerConfig`` subclass with a field per MindSp
 reachable through ``TransformerConfig.__subclasses__()``.
 ``transformer_config_init_subclass`` (26.x): a class hook on ``TransformerConfig`` that gives every
 subclass created afterwards an annotated class attribute per MindSpeed option it lacks.
+Source: https://github.com/Ascend/MindSpeed/blob/3131ff4ffe307bd2ca2b7b2cfaab0a5c3443ef35/mindspeed/core/megatron_basic/arguments_basic.py
+(last change to the file on the master branch read, 2026-03-05); compared with this double by
+tests/upstream/test_mindspeed_contract.py given a MindSpeed checkout (VERL_ASCEND_MINDSPEED_SRC).
 """
 
 import dataclasses
