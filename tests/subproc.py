@@ -88,3 +88,20 @@ def run_cli(*args, env=None, timeout=300) -> subprocess.CompletedProcess:
             text=True,
             timeout=timeout,
         )
+
+
+def processes_naming(*markers) -> list:
+    """(pid, command line) of every other process whose command line or working directory names one of
+    the markers: what a test left running (Ray daemons name their cluster's temp dir)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            cwd = os.readlink(entry / "cwd")
+        except OSError:
+            continue
+        if any(m in cmdline or cwd.startswith(m) for m in markers):
+            found.append((entry.name, cmdline[:200]))
+    return found

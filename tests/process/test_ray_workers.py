@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
-from subproc import clean_env, last_json, run_python
+from subproc import clean_env, last_json, processes_naming, run_python
 
 ACTOR_PROBE = """
 import json, os, sys, ray
@@ -89,12 +89,11 @@ def other_node():
     # the cluster's temp dir on their command lines; whichever left the process group goes too.
     os.killpg(head.pid, signal.SIGKILL)
     head.wait(timeout=60)
-    for entry in Path("/proc").iterdir():
+    for pid, _ in processes_naming(temp_dir):
         try:
-            if entry.name.isdigit() and temp_dir.encode() in (entry / "cmdline").read_bytes():
-                os.kill(int(entry.name), signal.SIGKILL)
+            os.kill(int(pid), signal.SIGKILL)
         except OSError:
-            pass
+            pass  # gone meanwhile
 
 
 # Runtime-env forwarding is Ray's mechanism (the same Ray in every test environment), not verl's: these

@@ -10,7 +10,6 @@ reading the installed verl's sources, and the detection itself is asserted on bo
 """
 
 import json
-import os
 import re
 import subprocess
 import sys
@@ -19,7 +18,7 @@ from importlib.metadata import version
 from pathlib import Path
 
 import pytest
-from subproc import clean_env, run_cli, run_python
+from subproc import clean_env, processes_naming, run_cli, run_python
 
 ROOT = Path(__file__).resolve().parents[2]
 RECIPE = ROOT / "recipes" / "grpo_qwen2_5_7b_a2.sh"
@@ -50,22 +49,6 @@ def _steps(log: Path) -> dict:
             metrics = dict(re.findall(r"([\w/@.\-]+):([-+0-9.eE]+|nan|inf)", match.group(2)))
             steps[int(match.group(1))] = {k: float(v) for k, v in metrics.items()}
     return steps
-
-
-def _survivors(*markers) -> list:
-    """Processes whose command line or working directory names one of the markers."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit() or int(entry.name) == os.getpid():
-            continue
-        try:
-            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-            cwd = os.readlink(entry / "cwd")
-        except OSError:
-            continue
-        if any(m in cmdline or cwd.startswith(m) for m in markers):
-            found.append((entry.name, cmdline[:200]))
-    return found
 
 
 def _ray_folder(stdout: str) -> str:
@@ -162,7 +145,7 @@ def test_rehearsal_of_a_shipped_grpo_recipe_trains_saves_and_resumes():
         assert "rollout_order not applicable on this path" in proc.stdout.split("the plugin inside the loop")[-1]
         # rehearse ran `logs` on both console logs (the table and the plot are its outputs)
         assert (out / "logs.png").stat().st_size > 0 and "parsed 2 step(s)" in (out / "logs_table.txt").read_text()
-        assert _survivors(_ray_folder(proc.stdout), str(out)) == []
+        assert processes_naming(_ray_folder(proc.stdout), str(out)) == []
 
 
 @needs_09
@@ -186,7 +169,7 @@ def test_a_data_file_missing_a_column_fails_the_rehearsal_naming_it_and_leaves_n
         assert f"data: the recipe's {data / 'train.parquet'}" in (out / "changes.txt").read_text()
         assert "KeyError: 'prompt'" in proc.stderr, proc.stderr[-3000:]
         assert not list((out / "checkpoints").glob("global_step_*"))
-        assert _survivors(_ray_folder(proc.stdout), str(out)) == []
+        assert processes_naming(_ray_folder(proc.stdout), str(out)) == []
 
 
 @pytest.mark.verl_agnostic
