@@ -85,3 +85,8 @@ def test_status_text_and_bad_flags(status_json):
     assert bad.returncode == 2
     assert "unrecognized arguments" in bad.stderr
     assert run_cli().returncode == 2
+    unknown = run_cli("status", "--patch", "ckpt_validation,rollout_ordr")  # refused before verl is imported
+    assert unknown.returncode == 2 and unknown.stdout == ""
+    assert unknown.stderr.strip().splitlines() == [
+        "verl-ascend status: --patch rollout_ordr: no such patch; the patches are "
+        + ", ".join(p["name"] for p in status_json[1]["patches"])], unknown.stderr

@@ -160,9 +160,13 @@ def test_modes_and_bad_value(monkeypatch):
 
 
 def test_status_shows_mode():
-    proc = run_cli("status", "--json", env=clean_env(VERL_ASCEND_CKPT_VALIDATION="skip"), timeout=400)
+    # --patch: only this patch's targets are imported, only it is listed
+    proc = run_cli("status", "--json", "--patch", "ckpt_validation", env=clean_env(VERL_ASCEND_CKPT_VALIDATION="skip"),
+                   timeout=400)
+    assert proc.returncode == 0, proc.stderr[-3000:]
     report = json.loads(proc.stdout[proc.stdout.index("{"):])
-    skip = next(p for p in report["patches"] if p["name"] == "ckpt_validation")
+    (skip,) = report["patches"]
+    assert skip["name"] == "ckpt_validation"
     assert skip["state"] == "applied"
     details = {row["target"]: row["detail"] for row in skip["targets"]}
     assert details[patch.SAVE].startswith("skip: _validate_global_plan answers valid")

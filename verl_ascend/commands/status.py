@@ -6,13 +6,17 @@ import json
 import sys
 
 from verl_ascend.core import activation, platform, registry, settings, support
-from verl_ascend.core.findings import ERROR, WARNING, Finding, exit_code
+from verl_ascend.core.findings import ERROR, WARNING, BadInput, Finding, exit_code
 
 
-def _import_targets() -> dict:
-    """Import every patch target so each patch gets the chance to decide; failures are reported."""
+class UnknownPatch(BadInput):
+    pass
+
+
+def _import_targets(names) -> dict:
+    """Import the targets of these patches so each gets the chance to decide; failures are reported."""
     errors = {}
-    for name in registry.names():
+    for name in names:
         for target in registry.get(name).targets:
             if target in sys.modules:
                 continue
@@ -32,8 +36,12 @@ def _device_answer() -> dict:
         return {"device": None, "backend": None, "error": f"{type(exc).__name__}: {exc}"}
 
 
-def collect(import_targets: bool = True) -> dict:
+def collect(import_targets: bool = True, only=()) -> dict:
+    """The report; ``only`` (patch names) limits the target imports and the patch table to those patches."""
     active = activation.activate(source="status")
+    if only:
+        _check_names(only)
+    names = list(only) or registry.names()
     torch_error = platform.torch_import_problem()  # in a fresh interpreter: a failed import is final
     verl_error = f"import torch fails: {torch_error}" if torch_error else ""
     if not torch_error:
@@ -41,7 +49,7 @@ def collect(import_targets: bool = True) -> dict:
             import verl  # noqa: F401  (0.9: runs the entry point; older: triggers the hooks)
         except Exception as exc:
             verl_error = platform.describe(exc)
-    import_errors = _import_targets() if (import_targets and active and not verl_error) else {}
+    import_errors = _import_targets(names) if (import_targets and active and not verl_error) else {}
     report = {
         "plugin": {**activation.activation_info(), "version": _plugin_version()},
         "versions": {
@@ -52,12 +60,21 @@ def collect(import_targets: bool = True) -> dict:
         "torch_import_error": torch_error or None,
         "verl_import_error": verl_error or None,
         "device": _device_answer() if not verl_error else {},
-        "patches": registry.snapshot(),
+        "patches": [registry.summarize(name) for name in names],
         "target_import_errors": import_errors,
         "verl_support": support.verdict(),
         "settings": settings.report(),
     }
     return report
+
+
+def _check_names(only) -> None:
+    known = registry.names()
+    unknown = [name for name in only if name not in known]
+    if unknown and known:
+        raise UnknownPatch(f"--patch {', '.join(unknown)}: no such patch; the patches are {', '.join(known)}")
+    if unknown:  # the plugin is off (VERL_ASCEND=0): no records to name
+        raise UnknownPatch(f"--patch {', '.join(unknown)}: the plugin is off here (VERL_ASCEND=0), no patch is loaded")
 
 
 def _plugin_version() -> str:
@@ -109,7 +126,7 @@ def render(report: dict) -> str:
 def _run(args) -> int:
     # Imported packages may print (torch_npu warns about CANN on stdout): keep stdout for the report.
     with contextlib.redirect_stdout(sys.stderr):
-        report = collect(import_targets=not args.no_import)
+        report = collect(import_targets=not args.no_import, only=args.patch)
     if args.json:
         print(json.dumps(report, indent=2, sort_keys=True))
     else:
@@ -127,6 +144,10 @@ def judge(report: dict) -> list:
     return found
 
 
+def _names(text: str) -> list:
+    return [name.strip() for name in text.split(",") if name.strip()]
+
+
 def register(sub) -> None:
     p = sub.add_parser(
         "status",
@@ -138,4 +159,7 @@ def register(sub) -> None:
     )
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.add_argument("--no-import", action="store_true", help="only import verl, not every patch target")
+    p.add_argument("--patch", action="extend", type=_names, default=[], metavar="NAME[,NAME]",
+                   help="only these patches: import their targets alone (faster than every target) and show "
+                        "only them; repeatable")
     p.set_defaults(func=_run)
