@@ -265,3 +265,27 @@ def test_check_leaves_the_callers_environment_as_it_was(home, tmp_path):
     before = {k: os.environ.get(k) for k in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")}
     check(WILD / "bash_features.sh", cwd=tmp_path)
     assert {k: os.environ.get(k) for k in before} == before
+
+
+def test_hub_clients_imported_before_the_check_are_offline_during_it(monkeypatch):
+    # Both read HF_HUB_OFFLINE once, at import: in a process that imported them first (a pytest worker,
+    # a user's program calling run_check), setting the variable alone left verl's validation retrying the
+    # network for a hub id (~40 s here). Runs in every environment: the transformers there differ.
+    import huggingface_hub.constants as hub_constants
+    import transformers.utils.hub as transformers_hub
+
+    from verl_ascend.check import report
+
+    for name in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setattr(hub_constants, "HF_HUB_OFFLINE", False)  # as imported on a host that is online
+    if hasattr(transformers_hub, "_is_offline_mode"):  # older transformers keep their own copy
+        monkeypatch.setattr(transformers_hub, "_is_offline_mode", False)
+    clients = lambda: (hub_constants.HF_HUB_OFFLINE, transformers_hub.is_offline_mode())  # noqa: E731
+    assert clients() == (False, False)
+    with report._offline():
+        assert clients() == (True, True)
+    assert clients() == (False, False)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "0")  # a user who wants the hub checked keeps it
+    with report._offline():
+        assert clients() == (False, False)

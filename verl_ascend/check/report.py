@@ -2,6 +2,7 @@
 
 import contextlib
 import os
+import sys
 
 from . import compose, extract, hbm, model_facts, profiles, rules, trainer_path, verl_checks
 from .findings import ERROR, INFO, exit_code, finding
@@ -39,16 +40,33 @@ def _layout_summary(cfg, use_ref) -> dict:
 _OFFLINE = ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")
 
 
+# Where an already-imported hub client keeps the offline switch it read from the environment at import:
+# (module, attribute). huggingface_hub.constants.HF_HUB_OFFLINE is what its is_offline_mode() returns;
+# transformers 4.x (4.57 here) copied it into transformers.utils.hub._is_offline_mode at its own import.
+_OFFLINE_FLAGS = (("huggingface_hub.constants", "HF_HUB_OFFLINE"), ("transformers.utils.hub", "_is_offline_mode"))
+
+
 @contextlib.contextmanager
 def _offline():
-    """Offline while checking: a hub id must not make verl's validation retry the network for a
-    minute. Restored afterwards: run_check is also called inside other programs (and tests)."""
+    """Offline while checking: a hub id must not make verl's validation retry the network (~40 s
+    here, a minute elsewhere). Both clients read the switch once, at import: in a process that
+    imported them before calling run_check, the environment variables alone are too late, so their
+    flags are set too. All restored afterwards: run_check is also called inside other programs."""
     saved = {k: os.environ.get(k) for k in _OFFLINE}
     for k in _OFFLINE:
         os.environ.setdefault(k, "1")
+    flags = []
+    offline = os.environ["HF_HUB_OFFLINE"].strip().upper() in ("1", "ON", "YES", "TRUE")  # a user's =0 is kept
+    for module_name, attribute in _OFFLINE_FLAGS if offline else ():
+        module = sys.modules.get(module_name)
+        if module is not None and hasattr(module, attribute):
+            flags.append((module, attribute, getattr(module, attribute)))
+            setattr(module, attribute, True)
     try:
         yield
     finally:
+        for module, attribute, value in flags:
+            setattr(module, attribute, value)
         for k, v in saved.items():
             if v is None:
                 os.environ.pop(k, None)
