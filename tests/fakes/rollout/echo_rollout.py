@@ -1,4 +1,4 @@
-"""Stand-in rollout generators for the rollout_order tests: they echo the prompt id, no model.
+"""TEST DOUBLE of verl's rollout workers' generate_sequences, for the rollout_order tests: it echoes the prompt id.
 
 A prompt row's ``input_ids`` start with ``10 * prompt_id`` (``make_batch``). Every generated row is
 ``responses = [prompt_id, worker, position in that worker's slice]``, so a test can tell which
@@ -14,6 +14,8 @@ replica -- the ``hf`` rollout, or infer TP 1 -- that is ``dp_rank=self.rank, is_
 0.9.1): a DataProto slice in, one response row per input row out, in input order.
 Sources: https://github.com/volcengine/verl/blob/v0.6.1/verl/workers/fsdp_workers.py and
 https://github.com/volcengine/verl/blob/v0.9.1/verl/experimental/agent_loop/agent_loop.py
+Checked against the installed verl by tests/unit/test_echo_rollout_double.py: the same @register record as the
+real ActorRolloutRefWorker.generate_sequences where verl has it, one DataProto argument like AgentLoopWorker's.
 """
 
 import numpy as np
