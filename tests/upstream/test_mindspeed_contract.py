@@ -12,7 +12,9 @@ master, ...). The test finds the checkout's generation from its source (does the
 - the real ``transformer_config_init_wrapper``, ``repatch`` and argv parsing (their source taken
   from the checkout and run here over a stand-in for MindSpeed's feature manager) against the
   double's, on the real megatron-core: same generated class, same attributes, same keywords reaching
-  Megatron's ``__init__``, same process-global args after ``repatch``.
+  Megatron's ``__init__``, same process-global args after ``repatch``;
+- from 26.x, the two checkpoint-validator stubs of ``--ckpt-acceleration`` (checkpoint_adaptor.py)
+  against the double's, on the same wrapped function and inputs.
 
 CI has no MindSpeed checkout (it is not on the package index: ``pip install mindspeed`` is a
 placeholder), so there the test is skipped with that reason; developers run it by hand, e.g.
@@ -186,3 +188,39 @@ def test_double_matches_the_checkout():
     assert out["repatch"]["real"]["use_flash_attn"] is True and out["repatch"]["real"]["use_fused_rmsnorm"] is True
     assert out["repatch"]["real_calls"] == ["remove", "pre", "apply"] * 2
     json.dumps(out)  # the report is plain data
+
+
+def test_ckpt_acceleration_stubs_match_the_checkout():
+    """tests/fakes/site/mindspeed/core/dist_checkpointing/checkpoint_adaptor.py against the checkout's file:
+    the two validator wrappers ``--ckpt-acceleration`` installs, run on the same function and inputs."""
+    import functools
+    import importlib.util
+
+    from subproc import FAKE_SITE
+
+    root = _checkout()
+    path = root / "mindspeed" / "core" / "dist_checkpointing" / "checkpoint_adaptor.py"
+    if not path.is_file():  # before 26.x: no such feature, so nothing installs the stubs
+        assert not (root / "mindspeed" / "features_manager" / "ckpt_acceleration").exists(), root
+        print(f"{root}: no checkpoint_adaptor.py (MindSpeed before --ckpt-acceleration)")
+        return
+    names = ("validate_global_plan_wrapper", "validate_non_overlapping_shards_metadata_wrapper")
+    tree = ast.parse(path.read_text())
+    body = [node for node in tree.body if isinstance(node, ast.FunctionDef) and node.name in names]
+    assert sorted(node.name for node in body) == sorted(names), f"{path} no longer defines both wrappers"
+    real = {"wraps": functools.wraps}
+    exec(compile(ast.Module(body=body, type_ignores=[]), str(path), "exec"), real)
+    spec = importlib.util.spec_from_file_location(
+        "double_checkpoint_adaptor", FAKE_SITE / "mindspeed" / "core" / "dist_checkpointing" / "checkpoint_adaptor.py")
+    double = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(double)
+
+    def validator(plan, metadata=None):
+        """torch's check, which raises on a bad plan"""
+        raise AssertionError("the stub must not call the function it wraps")
+
+    for name in names:
+        ours, theirs = getattr(double, name)(validator), real[name](validator)
+        assert (ours.__name__, ours.__doc__, ours.__wrapped__) == (theirs.__name__, theirs.__doc__, theirs.__wrapped__)
+        for args, kwargs in (((), {}), (([1, 2],), {}), (([],), {"metadata": object()})):
+            assert ours(*args, **kwargs) == theirs(*args, **kwargs), (name, args, kwargs)
