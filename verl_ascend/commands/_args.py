@@ -11,3 +11,8 @@ def positive_int(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"{text!r} is not a positive integer")
     return value
+
+
+def comma_names(text: str) -> list:
+    """``a, b,,c`` -> ``["a", "b", "c"]``: a comma-separated list of names (empty items dropped)."""
+    return [name.strip() for name in text.split(",") if name.strip()]

@@ -6,7 +6,7 @@ import os
 import socket
 import sys
 
-from verl_ascend.commands._args import positive_int
+from verl_ascend.commands._args import comma_names, positive_int
 
 GROUPS = ("python", "torch", "cann", "npu", "network", "hccl", "env", "versions", "patches", "ray")
 DEFAULT_HCCN_CONF = "/etc/hccn.conf"
@@ -96,7 +96,7 @@ def _basis(given, profile) -> str:
 
 
 def _groups(text: str) -> list:
-    names = [n.strip() for n in text.split(",") if n.strip()]
+    names = comma_names(text)
     unknown = [n for n in names if n not in GROUPS]
     if unknown:
         raise argparse.ArgumentTypeError(f"unknown check group(s) {', '.join(unknown)}; choose from {', '.join(GROUPS)}")

@@ -1,6 +1,5 @@
 """`verl-ascend logs LOGFILE...`: table, CSV, plot and a last-step summary of verl's step lines."""
 
-
 from verl_ascend.commands._args import positive_int
 from verl_ascend.logs import report
 

@@ -1,6 +1,5 @@
 """``verl-ascend rehearse RECIPE.sh``: the recipe's real main_ppo loop, tiny, on this machine's CPU."""
 
-
 from verl_ascend.commands._args import positive_int
 from verl_ascend.rehearse import rehearsal
 

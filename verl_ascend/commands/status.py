@@ -5,6 +5,7 @@ import importlib
 import json
 import sys
 
+from verl_ascend.commands._args import comma_names
 from verl_ascend.core import activation, platform, registry, settings, support
 from verl_ascend.core.findings import ERROR, WARNING, BadInput, Finding, exit_code
 
@@ -144,10 +145,6 @@ def judge(report: dict) -> list:
     return found
 
 
-def _names(text: str) -> list:
-    return [name.strip() for name in text.split(",") if name.strip()]
-
-
 def register(sub) -> None:
     p = sub.add_parser(
         "status",
@@ -159,7 +156,7 @@ def register(sub) -> None:
     )
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.add_argument("--no-import", action="store_true", help="only import verl, not every patch target")
-    p.add_argument("--patch", action="extend", type=_names, default=[], metavar="NAME[,NAME]",
+    p.add_argument("--patch", action="extend", type=comma_names, default=[], metavar="NAME[,NAME]",
                    help="only these patches: import their targets alone (faster than every target) and show "
                         "only them; repeatable")
     p.set_defaults(func=_run)

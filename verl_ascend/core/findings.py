@@ -4,8 +4,9 @@
 check`` judge their own reports into findings only to reach an exit code. Exit codes: 0 nothing to
 report; 1 warnings or problems found (the job may still run; look); 2 errors found (what was checked
 -- a recipe, a checkpoint, this node -- will fail) or bad input, decided before any work; 130 after
-Ctrl-C (``cli.main``, which also turns :class:`BadInput` into 2). A command's header lines (the recipe, the host, the checkpoint's roles) are
-its own; the findings block (:func:`lines`) and the result line (:func:`verdict`) are these.
+Ctrl-C (``cli.main``, which also turns :class:`BadInput` into 2). A command's header lines (the recipe,
+the host, the checkpoint's roles) are its own; the findings block (:func:`lines`) and the result line
+(:func:`verdict`) are these.
 """
 
 import dataclasses
