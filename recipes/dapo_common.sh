@@ -8,13 +8,23 @@
 
 VERL_SRC=${VERL_SRC:-$HOME/verl}
 
-# DAPO's hydra config names its parent as file://verl/trainer/config, relative to the working
-# directory: python -m recipe.dapo.main_dapo must start in the verl checkout.
-dapo_enter_verl_src() {
+# Where DAPO runs from (dapo_entry sets DAPO_ENTRY, the trainer call, and DAPO_FILTER_ARGS):
+# - VERL_SRC holds recipe/dapo/main_dapo.py (verl <= 0.7.0 in-tree, or the verl-recipe submodule of
+#   verl >= 0.7.1): `python -m recipe.dapo.main_dapo`, started in that checkout (its hydra config
+#   names its parent as file://verl/trainer/config, relative to the working directory).
+# - otherwise: verl's own `python -m verl.trainer.main_ppo` with ppo_megatron_trainer. verl >= 0.9
+#   runs DAPO there itself: algorithm.filter_groups (the v1 trainer's replay buffer refills evicted
+#   groups; max_num_gen_batches is main_dapo's knob, the replay buffer bounds concurrent generation
+#   with max_inflight_gen_batches instead) and reward.reward_manager.name=dapo. verl 0.7/0.8 need
+#   the source tree.
+dapo_entry() {
   if [ -f "$VERL_SRC/recipe/dapo/main_dapo.py" ]; then
     cd "$VERL_SRC"
+    DAPO_ENTRY=(-m recipe.dapo.main_dapo --config-name=dapo_megatron_trainer)
+    DAPO_FILTER_ARGS=(algorithm.filter_groups.max_num_gen_batches="${MAX_NUM_GEN_BATCHES:-10}")
   else
-    echo "dapo: warning: VERL_SRC=$VERL_SRC has no recipe/dapo/main_dapo.py; set VERL_SRC to a verl source checkout (verl >= 0.7.1: git submodule update --init recipe)" >&2
+    DAPO_ENTRY=(-m verl.trainer.main_ppo --config-path=config --config-name=ppo_megatron_trainer)
+    DAPO_FILTER_ARGS=(algorithm.filter_groups.max_inflight_gen_batches="${MAX_INFLIGHT_GEN_BATCHES:-2}")
   fi
 }
 
@@ -24,7 +34,7 @@ dapo_reward_args() {
   if [ -z "${DAPO_LAYOUT:-}" ]; then
     if grep -qs '^reward:' "$config"; then DAPO_LAYOUT=reward
     elif [ -f "$config" ]; then DAPO_LAYOUT=reward_model
-    else DAPO_LAYOUT=reward; fi
+    else DAPO_LAYOUT=main_ppo; fi
   fi
   case "$DAPO_LAYOUT" in
     reward_model)
@@ -42,8 +52,17 @@ dapo_reward_args() {
         reward.reward_kwargs.overlong_buffer_cfg.penalty_factor=1.0
         reward.reward_kwargs.max_resp_len="$max_resp"
       ) ;;
+    main_ppo)
+      # verl >= 0.9's main_ppo: reward_kwargs is no key of its config, hence the +
+      DAPO_REWARD_ARGS=(
+        reward.reward_manager.name=dapo
+        +reward.reward_kwargs.overlong_buffer_cfg.enable=True
+        +reward.reward_kwargs.overlong_buffer_cfg.len="$buffer"
+        +reward.reward_kwargs.overlong_buffer_cfg.penalty_factor=1.0
+        +reward.reward_kwargs.max_resp_len="$max_resp"
+      ) ;;
     *)
-      echo "dapo: DAPO_LAYOUT=$DAPO_LAYOUT: use reward_model (verl <= 0.7.0 in-tree recipe) or reward (verl-recipe)" >&2
+      echo "dapo: DAPO_LAYOUT=$DAPO_LAYOUT: use reward_model (verl <= 0.7.0 in-tree recipe), reward (verl-recipe) or main_ppo (verl >= 0.9, no source tree)" >&2
       return 2 ;;
   esac
 }

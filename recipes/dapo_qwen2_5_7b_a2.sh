@@ -2,9 +2,10 @@
 # DAPO on gsm8k, Qwen2.5-7B-Instruct, 1 node x 8 Atlas 800T A2 (910B, 64 GB).
 # Megatron actor (TP2, DP4) + vLLM rollout (TP2, 4 replicas); decoupled clip (0.2/0.28), dynamic
 # sampling (filter_groups on accuracy), token-level loss, overlong reward shaping, no KL / no ref.
-# DAPO is verl's recipe, not part of the verl wheel: it runs as `python -m recipe.dapo.main_dapo`
-# from a verl source checkout (VERL_SRC; verl <= 0.7.0 ships recipe/dapo in-tree, later verl takes
-# it from the verl-recipe submodule: git submodule update --init recipe). Overrides only. Check:
+# Where it runs (dapo_common.sh): verl >= 0.9 runs DAPO in its own `python -m verl.trainer.main_ppo`
+# (no source tree needed); with VERL_SRC pointing at a verl checkout holding recipe/dapo/main_dapo.py
+# (verl <= 0.7.0 in-tree; verl-recipe submodule later: git submodule update --init recipe) it runs
+# `python -m recipe.dapo.main_dapo` there instead, as verl 0.7/0.8 require. Overrides only. Check:
 #   verl-ascend check recipes/dapo_qwen2_5_7b_a2.sh [--verl-src $VERL_SRC]
 set -euo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -31,16 +32,16 @@ OVERLONG_BUFFER_LEN=${OVERLONG_BUFFER_LEN:-512}
 GPU_MEMORY_UTILIZATION=${GPU_MEMORY_UTILIZATION:-0.6}
 OFFLOAD=${OFFLOAD:-True}
 
-dapo_enter_verl_src
+dapo_entry
 dapo_reward_args "$MAX_RESPONSE_LENGTH" "$OVERLONG_BUFFER_LEN"
 
-python3 -m recipe.dapo.main_dapo --config-name=dapo_megatron_trainer \
+python3 "${DAPO_ENTRY[@]}" \
     algorithm.adv_estimator=grpo \
     algorithm.use_kl_in_reward=False \
     algorithm.kl_ctrl.kl_coef=0.0 \
     algorithm.filter_groups.enable=True \
     algorithm.filter_groups.metric=acc \
-    algorithm.filter_groups.max_num_gen_batches=10 \
+    "${DAPO_FILTER_ARGS[@]}" \
     data.train_files="$DATA_DIR/train.parquet" \
     data.val_files="$DATA_DIR/test.parquet" \
     data.train_batch_size="$TRAIN_BATCH_SIZE" \

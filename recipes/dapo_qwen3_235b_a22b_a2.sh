@@ -5,8 +5,11 @@
 # offload; vLLM rollout TP8 with expert parallel over TP x DP = 64 cards (2 replicas). DAPO:
 # decoupled clip (0.2/0.28), dynamic sampling (filter_groups on accuracy), token-level loss,
 # overlong reward shaping, no KL / no reference model.
-# DAPO runs as `python -m recipe.dapo.main_dapo` from a verl source checkout (VERL_SRC; see
-# dapo_common.sh). Multi-node: NNODES=16 bash recipes/ray_start_head.sh here, NNODES=16 bash
+# Where it runs (dapo_common.sh): verl >= 0.9 runs DAPO in its own `python -m verl.trainer.main_ppo`
+# (no source tree needed); with VERL_SRC pointing at a verl checkout holding recipe/dapo/main_dapo.py
+# (verl <= 0.7.0 in-tree; verl-recipe submodule later: git submodule update --init recipe) it runs
+# `python -m recipe.dapo.main_dapo` there instead, as verl 0.7/0.8 require. Overrides only.
+# Multi-node: NNODES=16 bash recipes/ray_start_head.sh here, NNODES=16 bash
 # recipes/ray_start_worker.sh HEAD_IP on the 15 others, then this script on the head. Check:
 #   verl-ascend check recipes/dapo_qwen3_235b_a22b_a2.sh [--verl-src $VERL_SRC]
 set -euo pipefail
@@ -38,16 +41,16 @@ OVERLONG_BUFFER_LEN=${OVERLONG_BUFFER_LEN:-2048}
 GPU_MEMORY_UTILIZATION=${GPU_MEMORY_UTILIZATION:-0.5}
 OFFLOAD=${OFFLOAD:-True}
 
-dapo_enter_verl_src
+dapo_entry
 dapo_reward_args "$MAX_RESPONSE_LENGTH" "$OVERLONG_BUFFER_LEN"
 
-python3 -m recipe.dapo.main_dapo --config-name=dapo_megatron_trainer \
+python3 "${DAPO_ENTRY[@]}" \
     algorithm.adv_estimator=grpo \
     algorithm.use_kl_in_reward=False \
     algorithm.kl_ctrl.kl_coef=0.0 \
     algorithm.filter_groups.enable=True \
     algorithm.filter_groups.metric=acc \
-    algorithm.filter_groups.max_num_gen_batches=10 \
+    "${DAPO_FILTER_ARGS[@]}" \
     data.train_files="$DATA_DIR/train.parquet" \
     data.val_files="$DATA_DIR/test.parquet" \
     data.train_batch_size="$TRAIN_BATCH_SIZE" \

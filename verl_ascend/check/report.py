@@ -86,9 +86,7 @@ def _run_check(script, sets, verl_src, device) -> dict:
     env_overrides = {}
     if verl_src:
         env_overrides["VERL_SRC"] = str(verl_src)
-    elif "DAPO_LAYOUT" not in os.environ:
-        # the shipped DAPO recipes pick their reward keys by DAPO_LAYOUT (default: from the DAPO tree)
-        env_overrides["DAPO_LAYOUT"] = compose.dapo_layout(compose.verl_config_dir())
+    # without a tree the shipped DAPO recipes call verl's main_ppo and pick its reward keys themselves
     got = extract.extract(script, env_overrides)  # raises sandbox.Unavailable: the caller refuses
     launch, found = got.launch, list(got.findings)
     report["skipped"] = got.skipped

@@ -18,6 +18,8 @@ def _import_targets(names) -> dict:
     """Import the targets of these patches so each gets the chance to decide; failures are reported."""
     errors = {}
     for name in names:
+        if name.startswith("rehearse_") and not settings.get("VERL_ASCEND_REHEARSE"):
+            continue  # rehearsal-only records: their targets (megatron-core, FSDP2 internals) are no host's concern
         for target in registry.get(name).targets:
             if target in sys.modules:
                 continue

@@ -34,7 +34,26 @@ PATCHES = {
     "rehearse_backend": ("verl_ascend.rehearse.runtime", ("torch.distributed",)),
     "rehearse_offload": ("verl_ascend.rehearse.runtime", ("torch.distributed.fsdp._fully_shard._fsdp_api",)),
     "rehearse_rollout": ("verl_ascend.rehearse.runtime", ("verl.workers.rollout",)),
-    "rehearse_report": ("verl_ascend.rehearse.runtime", ("verl.experimental.agent_loop.agent_loop",)),
+    "rehearse_report": ("verl_ascend.rehearse.runtime", (
+        "verl.experimental.agent_loop.agent_loop", "verl.utils.checkpoint.megatron_checkpoint_manager",
+        "verl.utils.checkpoint.fsdp_checkpoint_manager")),
+    # ... and the ones verl's Megatron engine needs on a CPU host (verl_ascend/rehearse/mcore/)
+    "rehearse_mcore_cuda": ("verl_ascend.rehearse.mcore", (
+        "megatron.core.tensor_parallel.layers", "megatron.core.tensor_parallel.mappings",
+        "megatron.core.models.common.embeddings.rotary_pos_embedding",
+        "megatron.core.models.common.language_module.language_module",
+        "megatron.core.distributed.param_and_grad_buffer", "megatron.core.utils",
+        "megatron.core.pipeline_parallel.p2p_communication", "megatron.core.pipeline_parallel.schedules",
+        "megatron.core.optimizer.optimizer", "megatron.core.optimizer.distrib_optimizer",
+        "megatron.core.optimizer.clip_grads", "megatron.core.dist_checkpointing.strategies.state_dict_saver",
+        "megatron.core.dist_checkpointing.strategies.filesystem_async", "mbridge.core.util")),
+    "rehearse_mcore_rng": ("verl_ascend.rehearse.mcore", ("megatron.core.tensor_parallel.random",)),
+    "rehearse_mcore_spec": ("verl_ascend.rehearse.mcore", ("mbridge.core.llm_bridge", "mbridge.core.bridge")),
+    "rehearse_mcore_attention": ("verl_ascend.rehearse.mcore", ("megatron.core.transformer.dot_product_attention",)),
+    "rehearse_mcore_optimizer": ("verl_ascend.rehearse.mcore", (
+        "megatron.core.optimizer.distrib_optimizer", "megatron.core.optimizer.optimizer",
+        "megatron.core.optimizer.clip_grads")),
+    "rehearse_mcore_norm": ("verl_ascend.rehearse.mcore", ("megatron.core.transformer.torch_norm",)),
 }
 
 _state = {"active": False, "armed": False, "sources": [], "disabled_by_env": False}

@@ -101,3 +101,62 @@ def watch_manager(agent_loop_module) -> str:
 
     wrap(base, "__init__", "rehearse_report", make)
     return "AgentLoopManager (and subclasses) announce their dispatch path and the patch states at the first rollout"
+
+
+def _rank() -> str:
+    try:
+        import torch.distributed as dist
+
+        return str(dist.get_rank()) if dist.is_initialized() else "?"
+    except Exception:
+        return "?"
+
+
+def _validation_line(kind: str, path, before: dict) -> str:
+    from verl_ascend.patches.ckpt_validation import usage
+
+    done = usage.since(before)
+    where = f" ({os.path.basename(os.path.dirname(str(path).rstrip('/'))) or path})" if path else ""
+    if not done:
+        return (f"ckpt_validation in actor rank {_rank()} during {kind}{where}: no shard check ran "
+                "(this checkpoint's format validates no shard layout)")
+    calls = sum(c for c, _, _ in done.values())
+    entries = sum(e for _, e, _ in done.values())
+    seconds = sum(s for _, _, s in done.values())
+    parts = ", ".join(f"{attr} x{c}" for attr, (c, _, _) in sorted(done.items()))
+    return (f"ckpt_validation in actor rank {_rank()} during {kind}{where}: validated {entries} shard entries in "
+            f"{calls} call(s), {seconds:.3f} s ({parts})")
+
+
+def _reporting(kind: str):
+    def make(original):
+        def method(self, local_path, *args, **kwargs):
+            try:
+                from verl_ascend.patches.ckpt_validation import usage
+
+                before = usage.snapshot()
+            except Exception:  # a report must never break the run
+                before = None
+            result = original(self, local_path, *args, **kwargs)
+            if before is not None:
+                try:
+                    say(_validation_line(kind, local_path, before))
+                except Exception as exc:
+                    say(f"could not count the checkpoint checks ({type(exc).__name__}: {exc})")
+            return result
+
+        return method
+
+    return make
+
+
+def watch_checkpoints(module) -> str:
+    """Wrap the checkpoint manager's save/load: each says what ckpt_validation did during it."""
+    from verl_ascend.core.marks import wrap
+
+    names = [n for n in ("MegatronCheckpointManager", "FSDPCheckpointManager") if isinstance(getattr(module, n, None), type)]
+    for name in names:
+        cls = getattr(module, name)
+        wrap(cls, "save_checkpoint", "rehearse_report", _reporting("save_checkpoint"))
+        wrap(cls, "load_checkpoint", "rehearse_report", _reporting("load_checkpoint"))
+    return f"{', '.join(names)} save/load say how many shard entries ckpt_validation checked"

@@ -1,32 +1,32 @@
 """Turn a recipe's main_ppo call into the rehearsal's: only what a CPU cannot do changes.
 
 Every override of the recipe is kept unless it names something the rehearsal must replace
-(model, engine, rollout engine, sizes, devices, data files, schedule, output, and the learning
-rate, which a tiny random model needs larger to show a learning signal in 2-3 steps); each
-replaced or dropped one is listed with the reason. Algorithm, advantage estimator, KL settings, reward,
-data columns and the trainer path (``trainer.use_v1``) stay the recipe's.
+(model, rollout engine, sizes, devices, data files, schedule, output, and the learning rate, which
+a tiny random model needs larger to show a learning signal in 2-3 steps); each replaced or dropped
+one is listed with the reason. Algorithm, advantage estimator, KL settings, reward, data columns,
+the trainer path (``trainer.use_v1``) and the engine stay the recipe's: a Megatron recipe runs
+verl's Megatron engine with its parallel kinds scaled to the CPU ranks (:func:`megatron_layout`),
+an FSDP recipe runs FSDP2.
 """
 
 import dataclasses
 import re
 
-# Hydra config of the FSDP engine in verl 0.9 (the recipe's Megatron config cannot run on CPU).
-MEGATRON_CONFIGS = {"ppo_megatron_trainer": "ppo_trainer"}
+MEGATRON_CONFIG = "ppo_megatron_trainer"
 
 # Keys the rehearsal sets itself (a recipe value for them is replaced); regexes on the bare key.
-REPLACED = (
+COMMON = (
     (r"actor_rollout_ref\.model\.path", "model -> tiny random model of the same family"),
     (r"actor_rollout_ref\.model\.(use_remove_padding|enable_gradient_checkpointing)", "CPU run: off"),
     (r"actor_rollout_ref\.model\.override_config\.attn_implementation", "attention -> sdpa (no flash-attn on CPU)"),
-    (r".*\.megatron\..*", "engine -> FSDP2: Megatron settings dropped (megatron-core needs CUDA)"),
-    (r"actor_rollout_ref\.(actor|ref|critic)\.strategy|critic\.strategy", "engine -> FSDP2"),
     (r".*\.use_torch_compile", "CPU run: torch.compile off"),
     (r"actor_rollout_ref\.rollout\.(name|mode|tensor_model_parallel_size|data_parallel_size|"
      r"pipeline_model_parallel_size|expert_parallel_size|gpu_memory_utilization|max_num_batched_tokens|"
      r"max_num_seqs|max_model_len|enforce_eager|free_cache_engine|load_format|n|agent\.num_workers)",
      "rollout -> hf (transformers generate on CPU)"),
     (r"data\.(train_files|val_files)", "data -> truncated copy"),
-    (r"data\.(train_batch_size|val_batch_size|max_prompt_length|max_response_length|truncation)", "sizes shrink"),
+    (r"data\.(train_batch_size|gen_batch_size|val_batch_size|max_prompt_length|max_response_length|truncation)",
+     "sizes shrink"),
     (r".*(ppo_mini_batch_size|micro_batch_size|micro_batch_size_per_gpu|max_token_len_per_gpu)", "sizes shrink"),
     (r".*\.(param_offload|optimizer_offload|grad_offload)", "CPU run: nothing to offload"),
     (r"trainer\.(device|nnodes|n_gpus_per_node)", "devices -> CPU ranks"),
@@ -36,12 +36,56 @@ REPLACED = (
     (r"ray_kwargs\..*", "Ray -> the rehearsal's own local cluster"),
     (r"reward\.num_workers|transfer_queue\.backend\.SimpleStorage\.num_data_storage_units", "sizes shrink"),
     (r"actor_rollout_ref\.actor\.optim\.lr", "learning rate -> the rehearsal's"),
+    (r"reward\.custom_reward_function\.(path|name)", "reward -> the recipe's, plus the rehearsal's varying term"),
+)
+FSDP_ONLY = (
+    (r".*\.megatron\..*", "engine -> FSDP2: Megatron settings dropped"),
+    (r"actor_rollout_ref\.(actor|ref|critic)\.strategy|critic\.strategy", "engine -> FSDP2"),
+)
+MEGATRON_ONLY = (
+    (r".*\.megatron\.(tensor_model_parallel_size|pipeline_model_parallel_size|virtual_pipeline_model_parallel_size|"
+     r"expert_model_parallel_size|expert_tensor_parallel_size|context_parallel_size)",
+     "parallel sizes -> scaled to the CPU ranks"),
+    (r".*\.megatron\.dist_checkpointing_path", "initial weights -> the tiny model, converted by verl-ascend convert"),
+    (r".*\.megatron\.use_remove_padding", "CPU run: padded batches (megatron's local attention has no packed path)"),
 )
 # A tiny random model trained for 2-3 steps: at a real model's rate (1e-6 and the like) the weights
 # move by ~1e-6 of their size and actor/kl_loss prints 0.0, so the loop's learning signal could not
 # be told from a broken update. Adam moves each weight by about the rate per step: 1e-3 is ~5% of
 # the tiny model's init scale (0.02), enough for kl_loss to move, small enough to stay stable.
 REHEARSAL_LR = "1e-3"
+ROLES = ("actor", "ref")
+
+
+def is_megatron(config_name: str, overrides) -> bool:
+    strategy = value_of(overrides, "actor_rollout_ref.actor.strategy", "")
+    return "megatron" in (config_name or "") or strategy == "megatron"  # ppo_/dapo_megatron_trainer
+
+
+def _int(value, default: int) -> int:
+    try:
+        return int(str(value).strip())
+    except (TypeError, ValueError):
+        return default  # unset, null, an interpolation: verl's default
+
+
+def megatron_layout(overrides, nproc: int, layers: int) -> tuple:
+    """(tp, pp, note): the recipe's TP and PP kept where the ranks allow, TP first.
+
+    A recipe's TP2 PP2 on 2 ranks keeps TP2 (tensor parallel with its sequence-parallel collectives
+    is the kind more code depends on); on 4 ranks both. PP never exceeds the tiny model's layers.
+    """
+    tp = _int(value_of(overrides, "actor_rollout_ref.actor.megatron.tensor_model_parallel_size"), 1)
+    pp = _int(value_of(overrides, "actor_rollout_ref.actor.megatron.pipeline_model_parallel_size"), 1)
+    new_tp = max(1, min(tp, nproc))
+    while nproc % new_tp:
+        new_tp -= 1
+    new_pp = max(1, min(pp, nproc // new_tp, layers))
+    note = f"recipe TP{tp} PP{pp} -> TP{new_tp} PP{new_pp} (DP{nproc // (new_tp * new_pp)}) on {nproc} CPU rank(s)"
+    if (new_tp, new_pp) != (tp, pp):
+        kept = [k for k, old, new in (("TP", tp, new_tp), ("PP", pp, new_pp)) if new > 1 and old > 1]
+        note += f"; kept {' and '.join(kept) if kept else 'no model parallelism'}"
+    return new_tp, new_pp, note
 
 
 @dataclasses.dataclass
@@ -60,8 +104,8 @@ def split(override: str) -> tuple:
     return match.group(1) or "", match.group(2).strip(), match.group(4)
 
 
-def _reason(key: str):
-    for pattern, reason in REPLACED:
+def _reason(key: str, rules):
+    for pattern, reason in rules:
         if re.fullmatch(pattern, key):
             return reason
     return None
@@ -77,16 +121,57 @@ def value_of(overrides, key: str, default=None):
     return found
 
 
+@dataclasses.dataclass
+class Megatron:
+    """How the rehearsal runs a Megatron recipe (None in :func:`build` for an FSDP recipe)."""
+
+    tp: int
+    pp: int
+    layout_note: str
+    dist_ckpt: str = ""          # the converted tiny model, when the recipe loads a dist checkpoint
+    vanilla_mbridge: str = ""    # "True" to set (the recipe left verl's default and Megatron-Bridge is absent)
+    ref_own_transformer_config: bool = False  # the recipe sets ref.megatron.override_transformer_config.* itself
+
+
+def _megatron_overrides(m: Megatron, micro: int) -> tuple:
+    ours, changes = [], [f"engine: verl's Megatron engine over gloo, {m.layout_note}"]
+    for role in ROLES:
+        base = f"actor_rollout_ref.{role}.megatron"
+        ours += [f"{base}.tensor_model_parallel_size={m.tp}", f"{base}.pipeline_model_parallel_size={m.pp}",
+                 f"{base}.virtual_pipeline_model_parallel_size=null", f"{base}.context_parallel_size=1",
+                 f"{base}.expert_model_parallel_size=1", f"{base}.expert_tensor_parallel_size=null"]
+        # verl's reference inherits the actor's override_transformer_config (an oc.select interpolation):
+        # a key set on the ref would replace that whole dict, so the ref gets it only where the recipe set its own
+        if role == "actor" or m.ref_own_transformer_config:
+            ours += [f"++{base}.override_transformer_config.masked_softmax_fusion=False"]
+        if m.dist_ckpt:
+            ours += [f"{base}.dist_checkpointing_path={m.dist_ckpt}"]
+    ours += ["actor_rollout_ref.actor.megatron.use_remove_padding=False"]
+    changes.append("megatron: padded (bshd) batches, torch softmax (masked_softmax_fusion=False: the fused kernel is "
+                   "CUDA-only), megatron's local layer spec instead of Transformer Engine; CUDA-only calls adapted by "
+                   "the rehearse_mcore_* records (verl-ascend status lists them)")
+    if m.dist_ckpt:
+        changes.append(f"initial weights: the tiny model converted by verl-ascend convert into {m.dist_ckpt} "
+                       "(use_dist_checkpointing kept, as the recipe loads its weights)")
+    if m.vanilla_mbridge:
+        ours += ["actor_rollout_ref.actor.megatron.vanilla_mbridge=True"]
+        changes.append("bridge: mbridge (vanilla_mbridge=True): the recipe leaves verl's default, NVIDIA "
+                       "Megatron-Bridge, which is not installed here")
+    return ours, changes
+
+
 def build(config_name: str, recipe_overrides: list, *, model_dir: str, train_file: str, val_file: str, nproc: int,
           steps: int, prompt_length: int, response_length: int, ckpt_dir: str, ray_tmp: str, n_resp: int,
-          batch: int) -> Plan:
+          batch: int, reward_file: str = "", megatron: Megatron = None) -> Plan:
     changes, kept, dropped = [], [], {}
-    name = MEGATRON_CONFIGS.get(config_name or "ppo_trainer", config_name or "ppo_trainer")
-    if name != (config_name or "ppo_trainer"):
-        changes.append(f"config {config_name} -> {name} (engine Megatron -> FSDP2: megatron-core needs CUDA)")
+    name = config_name or "ppo_trainer"
+    rules = COMMON + (MEGATRON_ONLY if megatron else FSDP_ONLY)
+    if not megatron and name == MEGATRON_CONFIG:
+        name = "ppo_trainer"
+        changes.append(f"config {config_name} -> {name} (engine Megatron -> FSDP2)")
     for item in recipe_overrides:
         prefix, key, value = split(item)
-        reason = _reason(key)
+        reason = _reason(key, rules)
         if reason is None:
             kept.append(item)
             continue
@@ -100,7 +185,6 @@ def build(config_name: str, recipe_overrides: list, *, model_dir: str, train_fil
         "++actor_rollout_ref.model.override_config.attn_implementation=sdpa",
         "actor_rollout_ref.model.use_remove_padding=False",
         "actor_rollout_ref.model.enable_gradient_checkpointing=False",
-        "actor_rollout_ref.actor.strategy=fsdp2", "actor_rollout_ref.ref.strategy=fsdp2",
         "actor_rollout_ref.actor.use_torch_compile=False", "actor_rollout_ref.ref.use_torch_compile=False",
         f"actor_rollout_ref.actor.optim.lr={REHEARSAL_LR}",
         "actor_rollout_ref.rollout.name=hf", f"actor_rollout_ref.rollout.tensor_model_parallel_size={nproc}",
@@ -125,10 +209,21 @@ def build(config_name: str, recipe_overrides: list, *, model_dir: str, train_fil
         f"++ray_kwargs.ray_init._temp_dir={ray_tmp}",
         "++ray_kwargs.ray_init.include_dashboard=False",  # ~12 processes nobody looks at here
     ]
+    if value_of(recipe_overrides, "data.gen_batch_size") is not None:
+        ours.append(f"data.gen_batch_size={batch}")
+    if reward_file:
+        ours += [f"reward.custom_reward_function.path={reward_file}", "reward.custom_reward_function.name=compute_score"]
+    if megatron:
+        extra, notes = _megatron_overrides(megatron, micro)
+        ours += extra
+        changes += notes
+    else:
+        ours += ["actor_rollout_ref.actor.strategy=fsdp2", "actor_rollout_ref.ref.strategy=fsdp2"]
+        changes.append(f"engine: FSDP2 over gloo, {nproc} CPU rank(s)")
     changes += [
         f"model: tiny random model at {model_dir}",
-        f"engine: FSDP2 over gloo, {nproc} CPU rank(s); rollout: hf (transformers generate), one server "
-        f"(TP {nproc}), {n_resp} responses per prompt, 1 agent-loop worker, 1 TransferQueue storage unit",
+        f"rollout: hf (transformers generate), one server (TP {nproc}), {n_resp} responses per prompt, 1 agent-loop "
+        "worker, 1 TransferQueue storage unit",
         f"learning rate -> {REHEARSAL_LR}: a tiny random model for a few steps; at the recipe's rate the "
         "update is too small to move actor/kl_loss",
         f"sizes: batch {batch} prompts, prompt <= {prompt_length} tokens, response <= {response_length} tokens, "

@@ -15,9 +15,11 @@ from pathlib import Path
 
 from verl_ascend.core import findings
 from verl_ascend.rehearse import plan as plan_mod
+from verl_ascend.rehearse import reward as reward_mod
 from verl_ascend.rehearse.runtime import ENV
 
 TRAINER = "verl.trainer.main_ppo"
+DAPO_TRAINER = "recipe.dapo.main_dapo"  # verl's DAPO recipe, run from a verl source tree (VERL_SRC)
 RESPONSE_LENGTH = 16
 N_RESP = 2
 
@@ -119,6 +121,8 @@ def child_env(launch_env: dict) -> dict:
     env.update({k: v for k, v in (launch_env or {}).items() if k.startswith("VERL_ASCEND_") and k != ENV})
     env.setdefault("VERL_ASCEND_ROLLOUT_ORDER", "tiled")  # what A2 runs by default
     env.update({ENV: "1", "VERL_PLATFORM": "cpu", "VERL_ENGINE_DEVICE": "cuda", "OMP_NUM_THREADS": "1",
+                # inductor would compile verl's entropy helper (torch.compile) for ~40 CPU-s in each worker
+                "TORCHDYNAMO_DISABLE": "1",
                 "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false",
                 "RAY_DEDUP_LOGS": "0", "RAY_USAGE_STATS_ENABLED": "0", "VERL_ASCEND": "1",
                 # Ray starts idle Python workers ahead of need (one per logical CPU it is told of); on a
@@ -165,6 +169,56 @@ def _checkpoints(ckpt_dir: Path) -> list:
     return sorted(p.name for p in ckpt_dir.glob("global_step_*") if p.is_dir())
 
 
+def _recipe_reward(overrides, cwd: str) -> tuple:
+    """(path, name) of the recipe's own reward function ('' when it uses verl's default)."""
+    path = plan_mod.value_of(overrides, "reward.custom_reward_function.path", "") or ""
+    path = "" if str(path).strip().lower() in ("", "null", "none") else str(path).strip().strip("'\"")
+    if path and not os.path.isabs(path):
+        path = os.path.join(cwd or os.getcwd(), path)
+    if path and not os.path.isfile(path):
+        raise RehearseError(f"reward.custom_reward_function.path={path} does not exist here. Fix: pass the recipe's "
+                            "reward file's location (--env for the variable it is read from, or --override)")
+    name = plan_mod.value_of(overrides, "reward.custom_reward_function.name", "compute_score") or "compute_score"
+    return path, name
+
+
+def megatron_bridge_installed() -> bool:
+    return importlib.util.find_spec("megatron") is not None and importlib.util.find_spec("megatron.bridge") is not None
+
+
+def _megatron(overrides, nproc: int, built: dict, model_dir: Path, work: Path):
+    """How the Megatron recipe runs here: layout, initial weights (converted), bridge."""
+    tp, pp, note = plan_mod.megatron_layout(overrides, nproc, built["layers"])
+    dist_ckpt = ""
+    for role in plan_mod.ROLES:
+        uses = str(plan_mod.value_of(overrides, f"actor_rollout_ref.{role}.megatron.use_dist_checkpointing", "False"))
+        if uses.strip().lower() == "true":
+            dist_ckpt = str(work / "mcore")
+    if dist_ckpt:
+        convert_tiny_model(model_dir, dist_ckpt)
+    vanilla = plan_mod.value_of(overrides, "actor_rollout_ref.actor.megatron.vanilla_mbridge")
+    set_vanilla = "True" if vanilla is None and not megatron_bridge_installed() else ""
+    ref_own = any(plan_mod.split(item)[1].startswith("actor_rollout_ref.ref.megatron.override_transformer_config")
+                  for item in overrides)
+    return plan_mod.Megatron(tp=tp, pp=pp, layout_note=note, dist_ckpt=dist_ckpt, vanilla_mbridge=set_vanilla,
+                             ref_own_transformer_config=ref_own)
+
+
+def convert_tiny_model(model_dir: Path, output: str) -> None:
+    """The tiny HF model -> a Megatron dist checkpoint, by our converter, in its own process (as a user runs it)."""
+    import subprocess
+
+    print(f"rehearse: converting the tiny model to a Megatron dist checkpoint (verl-ascend convert) -> {output} ...",
+          flush=True)
+    env = {k: v for k, v in os.environ.items() if k != ENV}
+    env.update(OMP_NUM_THREADS="1", HF_HUB_OFFLINE="1")
+    proc = subprocess.run([sys.executable, "-m", "verl_ascend", "convert", "--hf_model_path", str(model_dir),
+                           "--output_path", output], env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True)
+    if proc.returncode != 0:
+        tail = (proc.stderr or proc.stdout).strip().splitlines()[-5:]
+        raise RuntimeError(f"verl-ascend convert of the tiny model failed (exit {proc.returncode}): " + " | ".join(tail))
+
+
 def run(options) -> int:
     """The rehearsal ``options`` (the parsed rehearse flags) ask for: 0 ok, 1 the run failed (said on stderr).
 
@@ -193,9 +247,15 @@ def run(options) -> int:
     if launch is None:
         why = "; ".join(f.message for f in found.findings) or "no trainer call found"
         raise RehearseError(f"{recipe}: {why}")
-    if launch.module != TRAINER:
-        raise RehearseError(f"{recipe} launches {launch.module}; rehearse runs {TRAINER} recipes only "
-                            "(DAPO's main_dapo is not supported yet)")
+    if launch.module == DAPO_TRAINER:
+        if not (Path(launch.cwd) / "recipe" / "dapo" / "main_dapo.py").is_file():
+            raise RehearseError(f"{recipe} launches {DAPO_TRAINER} from {launch.cwd}, which holds no "
+                                "recipe/dapo/main_dapo.py. Fix: --env VERL_SRC=<a verl checkout with its recipe "
+                                "submodule>, or on verl >= 0.9 leave VERL_SRC unset: the shipped DAPO recipes then "
+                                f"call {TRAINER}")
+    elif launch.module != TRAINER:
+        raise RehearseError(f"{recipe} launches {launch.module}; rehearse runs {TRAINER} recipes, and {DAPO_TRAINER} "
+                            "from a verl source tree")
     out = Path(options.out or f"rehearse-{recipe.stem}").resolve()
     ckpt_dir = out / "checkpoints"
     if ckpt_dir.exists() and any(ckpt_dir.iterdir()):
@@ -225,25 +285,35 @@ def _rehearse(options, recipe, launch, out, ckpt_dir, work, model_dir, started) 
         raise RehearseError(str(exc)) from None
     plen = prompt_length(model_dir, train, plan_mod.value_of(overrides, "data.prompt_key", "prompt"))
     ray_tmp = str(work / "ray")
+    reward_file, reward_note = reward_mod.write(out, *_recipe_reward(overrides, launch.cwd))
+    megatron = None
+    if plan_mod.is_megatron(launch.config_name, overrides):
+        try:
+            megatron = _megatron(overrides, nproc, built, model_dir, work)
+        except RuntimeError as exc:
+            print(f"verl-ascend rehearse: {exc}", file=sys.stderr)
+            return 1
     the_plan = plan_mod.build(launch.config_name, list(launch.overrides), model_dir=str(model_dir), train_file=train,
                               val_file=val, nproc=nproc, steps=steps, prompt_length=plen,
                               response_length=RESPONSE_LENGTH, ckpt_dir=str(ckpt_dir), ray_tmp=ray_tmp,
-                              n_resp=N_RESP, batch=batch)
+                              n_resp=N_RESP, batch=batch, reward_file=reward_file, megatron=megatron)
     use_v1 = plan_mod.value_of(overrides, "trainer.use_v1", "True (verl 0.9 default)")
     changes = [f"model: {built['architecture']} ({built['model_type']}) from {built['source']} -> "
                f"{built['layers']} layers, hidden {built['hidden']}, vocab {built['vocab']}, {built['params']:,} "
                f"parameters, random weights{', MoE kept' if built['moe'] else ''}; tokenizer: byte-level BPE trained "
-               "here (offline)", data_note] + the_plan.changes
+               "here (offline)", data_note, reward_note] + the_plan.changes
     kept = [f"kept: {item}" for item in the_plan.kept]
     extra = [f"added after the recipe (--override): {item}" for item in options.overrides]
-    report = [f"rehearsal of {recipe} ({TRAINER}, trainer.use_v1={use_v1})", "scaled down for CPU:"]
+    report = [f"rehearsal of {recipe} ({launch.module}, trainer.use_v1={use_v1})", "scaled down for CPU:"]
     report += [f"  - {c}" for c in changes] + [f"  {k}" for k in kept + extra]
     tmp_report = out / "changes.txt.tmp"
     tmp_report.write_text("\n".join(report) + "\n")
     tmp_report.replace(out / "changes.txt")
     print("\n".join(report), flush=True)
 
-    argv = [sys.executable, "-m", TRAINER, f"--config-name={the_plan.config_name}"]
+    argv = [sys.executable, "-m", launch.module, f"--config-name={the_plan.config_name}"]
+    # main_dapo must start in its verl tree (its config names its parent relative to the working directory)
+    run_cwd = launch.cwd if launch.module == DAPO_TRAINER else str(out)
     if launch.config_path not in ("config", "") and os.path.isabs(launch.config_path):
         argv.append(f"--config-path={launch.config_path}")
     base = the_plan.overrides + list(options.overrides)
@@ -256,7 +326,7 @@ def _rehearse(options, recipe, launch, out, ckpt_dir, work, model_dir, started) 
         log = out / ("console.log" if label == "train" else "console_resume.log")
         print(f"rehearse: {label}: main_ppo to step {last_step} on {nproc} CPU rank(s); log {log}; Ray in {ray_tmp}",
               flush=True)
-        code, seen, error = runner.run(argv + overrides_run, env, str(out), log, ray_tmp, options.timeout, label, said=said)
+        code, seen, error = runner.run(argv + overrides_run + [f"hydra.run.dir={out / 'hydra'}"], env, run_cwd, log, ray_tmp, options.timeout, label, said=said)
         logs.append(log)
         if code != 0 or error:
             print(f"verl-ascend rehearse: main_ppo ({label}) failed, exit {code}: {error or 'see ' + str(log)}",

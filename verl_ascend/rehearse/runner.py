@@ -1,9 +1,13 @@
 """Run one main_ppo process for a rehearsal: its own Ray, live progress, nothing left behind.
 
 main_ppo starts a local Ray cluster (``ray_kwargs.ray_init._temp_dir`` points it at a folder of
-this run) in its own session. When main_ppo ends, fails, times out or the user presses Ctrl-C,
-its process group is ended, then every process whose command line names that Ray folder (GCS,
-raylet, dashboard, workers that left the group) — by pid, never by name.
+this run). Ray's daemons leave main_ppo's process group and rename themselves (``ray::WorkerDict``),
+so neither a group kill nor a scan of command lines finds them all. The run therefore gets its own
+PID namespace (util-linux ``unshare --pid --fork --kill-child --mount-proc``, with
+``--user --map-root-user`` when not root): main_ppo is its first process, and when it ends — exits,
+fails, times out, or ``unshare`` itself is killed by Ctrl-C or a watchdog — the kernel ends every
+process in the namespace. Nothing is waited for. Where the kernel refuses the namespace, the run
+falls back to the process group plus a scan for the run's Ray folder, and says so.
 """
 
 import os
@@ -60,6 +64,62 @@ def _processes_naming(marker: str) -> list:
     return pids
 
 
+_ns_ok = []
+
+
+def namespace_prefix() -> list:
+    """The ``unshare`` command that gives main_ppo its own PID namespace here ([] where none can be had)."""
+    if not _ns_ok:
+        import shutil
+
+        cmd = ["unshare", "--pid", "--fork", "--kill-child", "--mount-proc"]
+        if os.geteuid() != 0:
+            cmd[1:1] = ["--user", "--map-root-user"]
+        works = False
+        if shutil.which("unshare"):
+            try:
+                works = subprocess.run(cmd + ["true"], stdin=subprocess.DEVNULL, capture_output=True,
+                                       timeout=30).returncode == 0
+            except (OSError, subprocess.TimeoutExpired):
+                works = False
+        _ns_ok.append(cmd if works else [])
+    return list(_ns_ok[0])
+
+
+def pid_namespace(pid: int) -> str:
+    """``pid:[inode]`` of the namespace a process lives in ('' when it is gone)."""
+    try:
+        return os.readlink(f"/proc/{pid}/ns/pid")
+    except OSError:
+        return ""
+
+
+def _child_namespace(unshare_pid: int, timeout: float = 30.0) -> str:
+    """The PID namespace of unshare's child (main_ppo), once it exists."""
+    own = pid_namespace(unshare_pid)
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        try:
+            children = Path(f"/proc/{unshare_pid}/task/{unshare_pid}/children").read_text().split()
+        except OSError:
+            return ""
+        for child in children:
+            ns = pid_namespace(int(child))
+            if ns and ns != own:
+                return ns
+        time.sleep(0.05)
+    return ""
+
+
+def processes_in(namespace: str) -> list:
+    """Pids (as this process sees them) of every process in that PID namespace."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit() and pid_namespace(int(entry.name)) == namespace:
+            found.append(int(entry.name))
+    return found
+
+
 def end_all(proc, ray_tmp: str, grace: float = 10.0) -> list:
     """End main_ppo's process group, then every process that names this run's Ray folder."""
     for sig in (signal.SIGTERM, signal.SIGKILL):
@@ -89,17 +149,25 @@ def end_all(proc, ray_tmp: str, grace: float = 10.0) -> list:
 
 
 def run(argv: list, env: dict, cwd: str, log_path: Path, ray_tmp: str, timeout: float, label: str, out=sys.stdout,
-        said=None):
+        said=None, namespace=None):
     """Run main_ppo; returns ``(exit code, step numbers seen, error line)``. Ctrl-C propagates after cleanup.
 
     ``said``, a list, receives the processes' own lines about the plugin (once each, pids left out).
+    ``namespace``, a list, receives the run's PID namespace (``pid:[inode]``, '' for the fallback).
     """
     steps, tail = [], []
     started = time.time()
     timed_out = threading.Event()
+    prefix = namespace_prefix()
+    if not prefix:
+        print(f"  [{label}] no PID namespace here (unshare refused): the run is ended by process group and by "
+              "its Ray folder instead", file=out, flush=True)
     with open(log_path, "w") as log:
-        proc = subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+        proc = subprocess.Popen(prefix + argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                 stderr=subprocess.STDOUT, text=True, errors="replace", start_new_session=True)
+        ns = _child_namespace(proc.pid) if prefix else ""
+        if namespace is not None:
+            namespace.append(ns)
 
         def expire():  # a wrong Ray resource setting hangs silently: the watchdog ends it
             timed_out.set()
@@ -134,9 +202,12 @@ def run(argv: list, env: dict, cwd: str, log_path: Path, ray_tmp: str, timeout: 
             raise
         watchdog.cancel()
     leftover = end_all(proc, ray_tmp)
+    if ns:
+        # unshare has exited, so its child (the namespace's first process) has: the kernel ended the rest
+        leftover = sorted(set(leftover) | set(processes_in(ns)))
     if timed_out.is_set():
         return 124, steps, f"main_ppo did not finish within {timeout:.0f} s (every process of the run was ended)"
     error = first_error(tail) if code != 0 else ""
     if leftover:
-        error = (error + "; " if error else "") + f"processes {leftover} of this run's Ray did not end"
+        error = (error + "; " if error else "") + f"processes {leftover} of this run did not end"
     return code, steps, error

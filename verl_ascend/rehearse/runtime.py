@@ -14,7 +14,9 @@ How: five records, shown by ``verl-ascend status`` like the patches, that act on
     rehearse_offload    torch FSDP2 _fsdp_api       CPUOffloadPolicy never pins host memory
     rehearse_rollout    verl.workers.rollout        rollout name ``hf`` (hf_rollout.py)
     rehearse_report     verl agent loop             at the first rollout the TaskRunner names the dispatch
-                                                    path and rollout_order's verdict on it (inloop.py)
+                                                    path and rollout_order's verdict on it (inloop.py);
+                        verl checkpoint managers    after each save/load an actor rank says how many shard
+                                                    entries ckpt_validation checked, in how long
 Upstream: none; verl has no CPU training path (the duplicate back-end string is verl's
     ``initialize_global_process_group_ray`` in ``verl/utils/distributed.py``).
 Remove when: verl ships a CPU platform and a CPU rollout.
@@ -161,15 +163,23 @@ def _rollout_apply(module):
     return "rollout name 'hf' registered (replica + async adapter)"
 
 
+def _report_apply(module):
+    from .inloop import watch_checkpoints, watch_manager
+
+    if module.__name__.startswith("verl.utils.checkpoint."):
+        return watch_checkpoints(module)
+    return watch_manager(module)
+
+
 def _report_probe(module):
+    if module.__name__.startswith("verl.utils.checkpoint."):
+        found = [n for n in ("MegatronCheckpointManager", "FSDPCheckpointManager") if hasattr(module, n)]
+        return None if found else f"no checkpoint manager class in {module.__name__}"
     return None if isinstance(getattr(module, "AgentLoopManager", None), type) else "no AgentLoopManager in this verl"
 
 
-def _report_apply(module):
-    from .inloop import watch_manager
-
-    return watch_manager(module)
-
+REPORT_TARGETS = ("verl.experimental.agent_loop.agent_loop", "verl.utils.checkpoint.megatron_checkpoint_manager",
+                  "verl.utils.checkpoint.fsdp_checkpoint_manager")
 
 PATCHES = (
     Patch(name="rehearse_platform", targets=("verl",), applies=_gate(_platform_probe),
@@ -181,7 +191,7 @@ PATCHES = (
           summary="rehearsal only: FSDP2 CPUOffloadPolicy without pinned memory"),
     Patch(name="rehearse_rollout", targets=("verl.workers.rollout",), applies=_gate(_rollout_probe),
           apply=_rollout_apply, doc=__doc__, summary="rehearsal only: rollout 'hf' (transformers generate, Ray server)"),
-    Patch(name="rehearse_report", targets=("verl.experimental.agent_loop.agent_loop",), applies=_gate(_report_probe),
+    Patch(name="rehearse_report", targets=REPORT_TARGETS, applies=_gate(_report_probe),
           apply=_report_apply, doc=__doc__,
           summary="rehearsal only: the loop says which rollout dispatch path runs and rollout_order's verdict"),
 )

@@ -33,6 +33,7 @@ Remove when: torch validates a ~50k-chunk expert stack in well under a second.
 from verl_ascend.core import settings
 from verl_ascend.core.marks import MARK
 from verl_ascend.core.registry import Patch
+from verl_ascend.patches.ckpt_validation import usage
 from verl_ascend.patches.ckpt_validation import validators as impl
 
 NAME = "ckpt_validation"
@@ -107,6 +108,7 @@ def _apply(module):
     else:  # read planning is exact in both modes, so skip uses it too
         replacement = impl.fast_read_items(original, module)
         impl.check_read_replacement(original, replacement)
+    replacement = usage.counted(attr, replacement)  # after the comparison with torch: only real calls count
     impl.mark(replacement, original, NAME, chosen)
     callers = _install(module, attr, replacement)
     where = f" (+{callers} importing module{'s' if callers != 1 else ''})" if callers else ""

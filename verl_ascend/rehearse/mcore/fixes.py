@@ -1,0 +1,183 @@
+"""The rehearsal's Megatron fixes other than device names (see :mod:`verl_ascend.rehearse.mcore`).
+
+Each function takes the module it adapts, changes as little of it as it can and returns the
+detail line ``verl-ascend status`` shows.
+"""
+
+import functools
+
+from verl_ascend.core.marks import wrap
+
+
+# ---- megatron.core.tensor_parallel.random: the "CUDA" RNG tracker on the host generator -------------
+
+
+def host_rng_tracker(random) -> str:
+    """megatron keeps one CUDA generator state per parallel region (``model-parallel-rng`` & co.) and
+    forks into it around dropout and weight init. On a CPU-only host the device generator *is* the CPU
+    generator: states are read and written with ``torch.get/set_rng_state``, so fork swaps states
+    exactly as on CUDA. ``_set_cuda_rng_state`` must change too: the original only queues a lazy CUDA
+    call, and the fork would then silently do nothing."""
+    import torch
+
+    def _get_cuda_rng_state(device="cuda", clone=False, graph_safe=False):
+        return torch.get_rng_state()  # already a copy
+
+    def _set_cuda_rng_state(new_state, device=-1, graph_safe=False):
+        torch.set_rng_state(new_state)
+
+    def make_add(original):
+        def add(self, name, seed):
+            # the original seeds a CUDA generator; same checks, same state bookkeeping, on the host
+            if seed in self.seeds_:
+                raise Exception(f"seed {seed} already exists")
+            if name in self.states_:
+                raise Exception(f"cuda rng state {name} already exists")
+            self._is_initialized = True
+            self.seeds_.add(seed)
+            saved = torch.get_rng_state()
+            torch.manual_seed(seed)
+            self.states_[name] = torch.get_rng_state()
+            torch.set_rng_state(saved)
+
+        return add
+
+    random._get_cuda_rng_state = _get_cuda_rng_state
+    random._set_cuda_rng_state = _set_cuda_rng_state
+    wrap(random.CudaRNGStatesTracker, "add", "rehearse_mcore_rng", make_add)
+    return "CudaRNGStatesTracker keeps host generator states (add, fork)"
+
+
+# ---- mbridge: the local layer spec instead of Transformer Engine's ----------------------------------
+
+
+def local_layer_spec(llm_bridge) -> str:
+    """mbridge builds every model with ``use_transformer_engine=True``; TE does not exist on CPU (nor
+    on Ascend, where MindSpeed replaces it). The converter's local spec picks megatron's own modules
+    (unfused ``DotProductAttention``, torch RMSNorm): other kernels, the same math, and the same
+    dist-checkpoint keys (the local spec maps its norm names to TE's)."""
+    from verl_ascend.convert.model import _local_layer_spec
+
+    def make(original):
+        def _get_transformer_layer_spec(self, vp_stage=None):
+            return _local_layer_spec(self, vp_stage)
+
+        return _get_transformer_layer_spec
+
+    wrap(llm_bridge.LLMBridge, "_get_transformer_layer_spec", "rehearse_mcore_spec", make)
+    return "LLMBridge builds megatron's local layer spec (no Transformer Engine)"
+
+
+def local_norm_names(bridge) -> str:
+    """mbridge's HF name tables know only TE's fused norm names (``linear_qkv.layer_norm_weight``);
+    the local spec's modules are ``input_layernorm`` / ``pre_mlp_layernorm``. An unknown name is retried
+    under its TE name, the tensor it stands for (HF load, export to the rollout, HF save)."""
+
+    def make(original):
+        def _weight_name_mapping_mcore_to_hf(self, name):
+            try:
+                return original(self, name)
+            except NotImplementedError:
+                alt = name.replace(".input_layernorm.", ".self_attention.linear_qkv.layer_norm_")
+                alt = alt.replace(".pre_mlp_layernorm.", ".mlp.linear_fc1.layer_norm_")
+                if alt == name:
+                    raise
+                return original(self, alt)
+
+        return _weight_name_mapping_mcore_to_hf
+
+    wrap(bridge.Bridge, "_weight_name_mapping_mcore_to_hf", "rehearse_mcore_spec", make)
+    return "Bridge maps the local spec's norm names through TE's"
+
+
+# ---- megatron local attention: verl's [b, s] padding mask ---------------------------------------------
+
+
+def causal_padding_mask(dot_product_attention) -> str:
+    """verl's padded (bshd) Megatron forward hands attention the ``[b, s]`` validity mask (True = a
+    token); TE's causal kernel ignores it. Megatron's local attention needs ``[b, 1, sq, sk]`` with
+    True = masked: causal plus padded keys, which is what TE computes for the real tokens."""
+    import torch
+
+    def make(original):
+        def forward(self, query, key, value, attention_mask, *args, **kwargs):
+            if attention_mask is not None and attention_mask.dim() == 2:
+                sq, sk = query.size(0), key.size(0)
+                causal = torch.ones(sq, sk, dtype=torch.bool, device=query.device).triu(1)
+                attention_mask = causal[None, None] | ~attention_mask.bool()[:, None, None, :sk]
+            return original(self, query, key, value, attention_mask, *args, **kwargs)
+
+        return forward
+
+    wrap(dot_product_attention.DotProductAttention, "forward", "rehearse_mcore_attention", make)
+    return "DotProductAttention turns a [b, s] padding mask into the causal [b, 1, sq, sk] mask"
+
+
+# ---- megatron DistributedOptimizer on torch Adam: the load template ----------------------------------
+
+
+def optimizer_load_template(distrib_optimizer) -> str:
+    """Without Apex/TE megatron runs torch's Adam and reads the iteration from Adam's per-param
+    ``step`` in ``state_dict()``. verl builds the load template from a fresh optimizer, which has no
+    state yet: ``assert len(steps) == 1`` fails on resume. While ``state_dict()`` runs on an optimizer
+    with no state, each param gets ``step = 0`` (removed right after): the checkpoint's values replace
+    the template's, and torch's ``load_state_dict`` rebuilds the state itself."""
+    if getattr(distrib_optimizer, "HAVE_APEX_OR_TE", True):
+        return "Apex/TE optimizer present: nothing to do"
+    import torch
+
+    def make(original):
+        def state_dict(self):
+            inner = self.optimizer
+            if len(getattr(inner, "state", {}) or {}):
+                return original(self)
+            params = [p for group in inner.param_groups for p in group["params"]]
+            for param in params:
+                inner.state[param]["step"] = torch.tensor(0.0)
+            try:
+                return original(self)
+            finally:
+                for param in params:
+                    inner.state.pop(param, None)
+
+        return state_dict
+
+    wrap(distrib_optimizer.DistributedOptimizer, "state_dict", "rehearse_mcore_optimizer", make)
+    return "DistributedOptimizer.state_dict() builds the resume template on a fresh torch Adam"
+
+
+# ---- megatron torch norm under sequence parallelism ----------------------------------------------------
+
+
+def norm_with_sequence_parallel(torch_norm) -> str:
+    """The local spec's norm (``WrappedTorchNorm``) refuses ``sequence_parallel``, verl's default at
+    TP > 1. The norm itself computes the same per token; what SP needs from it is that its weight
+    grads are all-reduced over TP, which megatron does for every param marked ``sequence_parallel``
+    (TE's and Apex's norms mark theirs). So it is built with the flag hidden, then marked."""
+    cls = torch_norm.WrappedTorchNorm
+
+    def make(original):
+        @functools.wraps(original)
+        def __new__(klass, config, *args, **kwargs):
+            if not getattr(config, "sequence_parallel", False):
+                return original(klass, config, *args, **kwargs)
+            config.sequence_parallel = False
+            try:
+                norm = original(klass, config, *args, **kwargs)
+            finally:
+                config.sequence_parallel = True
+            for param in norm.parameters():
+                param.sequence_parallel = True
+            return norm
+
+        return __new__
+
+    from verl_ascend.core.marks import MARK, is_wrapped
+
+    current = cls.__dict__["__new__"]  # a staticmethod in the class dict
+    current = current.__func__ if isinstance(current, staticmethod) else current
+    if not is_wrapped(current, "rehearse_mcore_norm"):
+        wrapper = make(current)
+        setattr(wrapper, MARK, "rehearse_mcore_norm")
+        cls.__new__ = staticmethod(wrapper)
+    return "WrappedTorchNorm accepts sequence_parallel (its params marked for the TP grad all-reduce)"
