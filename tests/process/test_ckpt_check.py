@@ -11,25 +11,29 @@ from subproc import ROOT, clean_env, last_json, run_cli
 MODEL = {"decoder.layers.0.mlp.weight": (64, 32), "decoder.layers.1.mlp.weight": (64, 32), "embedding.weight": (128, 32)}
 
 
-def _dist_ckpt(folder, sharding="dp_reshardable", save=True):
+def _dist_ckpt(folder, sharding="dp_reshardable", save=True, common=True):
     """A Megatron torch_dist folder: DCP shards + .metadata (torch), metadata.json and common.pt (Megatron).
-    save=False: the DCP files are already there (written by several ranks, tests/dcp_ranks.py)."""
+    save=False: the DCP files are already there (written by several ranks, tests/dcp_ranks.py);
+    common=False: Megatron's own files too (megatron-core wrote the folder, tests/mcore_dist_ckpt.py)."""
     import torch.distributed.checkpoint as dcp
 
     if save:
         folder.mkdir(parents=True)
         state = {k: torch.randn(*shape) for k, shape in MODEL.items()}
         dcp.save(state, checkpoint_id=str(folder), no_dist=True)
+    if not common:
+        return
     (folder / "metadata.json").write_text(json.dumps({"sharded_backend": "torch_dist", "sharded_backend_version": 1,
                                                       "common_backend": "torch", "common_backend_version": 1}))
     torch.save({"content_metadata": {"distrib_optim_sharding_type": sharding}}, folder / "common.pt")
 
 
-def megatron_run(root, step=10, world=16, tp=2, pp=1, ep=1, moe=False, sharding="dp_reshardable", save=True):
+def megatron_run(root, step=10, world=16, tp=2, pp=1, ep=1, moe=False, sharding="dp_reshardable", save=True,
+                 common=True):
     """trainer.default_local_dir after one save of a Megatron actor (MegatronCheckpointManager's files)."""
     actor = root / f"global_step_{step}" / "actor"
     for part in ("model", "optimizer", "extra"):
-        _dist_ckpt(actor / part / "dist_ckpt", sharding, save)
+        _dist_ckpt(actor / part / "dist_ckpt", sharding, save, common)
     (actor / "model" / "huggingface").mkdir()
     (actor / "model" / "huggingface" / "config.json").write_text("{}")
     (actor / "transformer_config.json").write_text(json.dumps(

@@ -49,6 +49,10 @@ def torch_file(path: Path):
             # where the central directory begins; older zipfile without the attribute: the file end
             limit = getattr(archive, "start_dir", size)
             for info in archive.infolist():
+                # bytes lost before the central directory shift it; zipfile then moves every member
+                # offset by the loss, which can put one before the file's start
+                if info.header_offset < 0:
+                    return f"member {info.filename} starts before the file does: bytes are missing inside it"
                 fh.seek(info.header_offset)
                 raw = fh.read(_LOCAL_HEADER.size)
                 if len(raw) < _LOCAL_HEADER.size or raw[:4] != _ZIP_LOCAL:
