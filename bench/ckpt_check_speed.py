@@ -24,6 +24,7 @@ def build(root: Path, n: int) -> None:
     folder.mkdir(parents=True)
     dcp.save({f"t{i}": torch.zeros(4) for i in range(n)}, checkpoint_id=str(folder), no_dist=True)
     (folder / "metadata.json").write_text("{}")
+    torch.save({}, folder / "common.pt")  # Megatron loads it on every rank: ckpt check requires it
     (actor / "ckpt_contents.json").write_text(json.dumps(
         {"global_step": 1, "world_size": 1,
          "contents": {"optimizer": {"path": "optimizer/dist_ckpt", "format": "megatron_dist_checkpoint"}}}))
