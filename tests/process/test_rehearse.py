@@ -10,6 +10,7 @@ reading the installed verl's sources, and the detection itself is asserted on bo
 """
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -74,78 +75,132 @@ def test_refusal_on_verl_without_platform_registry(tmp_path):
     assert not (tmp_path / "out").exists()
 
 
+REHEARSAL_RECORDS = {"rehearse_platform", "rehearse_backend", "rehearse_offload", "rehearse_rollout", "rehearse_report",
+                     "rehearse_mcore_cuda", "rehearse_mcore_rng", "rehearse_mcore_spec", "rehearse_mcore_attention",
+                     "rehearse_mcore_optimizer", "rehearse_mcore_norm"}
+
+
 @needs_09
 def test_rehearsal_fixes_are_inert_outside_and_act_inside_a_rehearsal():
     code = (
-        "import json, torch, verl\n"
+        "import importlib, json, torch, verl\n"
         "from verl.utils.device import get_device_name, get_nccl_backend, get_resource_name\n"
         "from torch.distributed.fsdp import CPUOffloadPolicy\n"
         "import verl.workers.rollout, verl.experimental.agent_loop.agent_loop\n"
-        "from verl_ascend.core import registry\n"
+        "from verl_ascend.core import activation, registry\n"
+        "for name, (_, targets) in activation.PATCHES.items():\n"
+        "    if name.startswith('rehearse_'):\n"
+        "        for target in targets:\n"
+        "            importlib.import_module(target)\n"
+        "from megatron.core.tensor_parallel import random as mrandom\n"
+        "from megatron.core.transformer.torch_norm import WrappedTorchNorm\n"
+        "from megatron.core.optimizer import clip_grads\n"
         "out = dict(device=get_device_name(), backend=get_nccl_backend(), resource=get_resource_name(),\n"
         "           pin=CPUOffloadPolicy(pin_memory=True).pin_memory,\n"
+        "           clip_grads_torch=clip_grads.torch is torch,\n"
+        "           rng_state_is_host=bool(mrandom._get_cuda_rng_state.__module__.startswith('verl_ascend')),\n"
         "           states={p['name']: [p['state'], p['targets'][0]['detail']] for p in registry.snapshot()\n"
         "                   if p['name'].startswith('rehearse_')})\n"
         "if out['device'] == 'cpu':\n"
         "    from verl.workers.rollout.base import get_rollout_class\n"
         "    from verl.workers.rollout.replica import get_rollout_replica_class\n"
         "    out['rollout'] = [get_rollout_class('hf', 'async').__name__, get_rollout_replica_class('hf').__name__]\n"
+        "    # megatron-core's own call site, through the redirected torch: a host tensor, not a CUDA error\n"
+        "    from megatron.core import utils as mutils\n"
+        "    out['l2'] = mutils.local_multi_tensor_l2_norm(None, None, [[torch.ones(4)]], False)[0].device.type\n"
         "print(json.dumps(out))\n"
     )
     stock = json.loads(run_python(code, timeout=300).stdout.strip().splitlines()[-1])
-    assert stock["device"] != "cpu" and stock["pin"] is True, stock
-    assert set(stock["states"]) == {"rehearse_platform", "rehearse_backend", "rehearse_offload", "rehearse_rollout",
-                                    "rehearse_report"}
+    assert stock["device"] != "cpu" and stock["pin"] is True and stock["clip_grads_torch"] is True, stock
+    assert stock["rng_state_is_host"] is False, stock
+    assert set(stock["states"]) == REHEARSAL_RECORDS, stock["states"]
     assert all(state == "not applicable" and "not a rehearsal" in why for state, why in stock["states"].values())
     inside = json.loads(run_python(code, env=clean_env(VERL_ASCEND_REHEARSE="1"), timeout=300)
                         .stdout.strip().splitlines()[-1])
     assert inside["device"] == "cpu" and inside["backend"] == "gloo" and inside["resource"] == "GPU", inside
-    assert inside["pin"] is False, inside
+    assert inside["pin"] is False and inside["clip_grads_torch"] is False and inside["rng_state_is_host"], inside
     assert inside["rollout"] == ["HFServerAdapter", "HFReplica"], inside
+    assert inside["l2"] == "cpu", inside
     assert all(state == "applied" for state, _ in inside["states"].values()), inside["states"]
 
 
+def _namespaces(stdout: str) -> list:
+    return re.findall(r"main_ppo ran in PID namespace (pid:\[\d+\])", stdout)
+
+
+def _alive_in(namespace: str) -> list:
+    """Processes still in that PID namespace (Ray renames its workers, so command lines cannot tell)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and os.readlink(entry / "ns" / "pid") == namespace:
+                found.append((entry.name, (entry / "cmdline").read_bytes()[:120]))
+        except OSError:
+            continue
+    return found
+
+
+def _assert_nothing_left(proc, out: Path):
+    spaces = _namespaces(proc.stdout)
+    assert spaces, proc.stdout[-2000:]  # every main_ppo ran in a PID namespace of its own
+    for space in spaces:
+        assert _alive_in(space) == [], space
+    assert processes_naming(_ray_folder(proc.stdout), str(out)) == []
+
+
 @needs_09
-def test_rehearsal_of_a_shipped_grpo_recipe_trains_saves_and_resumes():
+def test_rehearsal_of_a_shipped_megatron_grpo_recipe_trains_saves_and_resumes_on_megatron():
     with tempfile.TemporaryDirectory(prefix="va-rh-test-") as tmp:
         tmp = Path(tmp)
-        (tmp / "varied_reward.py").write_text(REWARD)
         out = tmp / "out"
-        proc = _rehearse(out, "--nproc", "2", "--steps", "1",
-                         "--override", f"reward.custom_reward_function.path={tmp / 'varied_reward.py'}")
+        proc = _rehearse(out, "--nproc", "2", "--steps", "1")
         assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
         changes = (out / "changes.txt").read_text()
         assert "trainer.use_v1=True" in changes  # the recipe's (verl's default) trainer path
-        for expected in ("ppo_megatron_trainer -> ppo_trainer", "rollout -> hf", "Qwen2ForCausalLM",
-                         "learning rate -> 1e-3", "recipe's actor_rollout_ref.actor.optim.lr=1e-6",
+        assert "FSDP" not in changes and "ppo_megatron_trainer ->" not in changes, changes
+        for expected in ("engine: verl's Megatron engine over gloo, recipe TP2 PP1 -> TP2 PP1", "rollout -> hf",
+                         "Qwen2ForCausalLM", "initial weights: the tiny model converted by verl-ascend convert",
+                         "kept: actor_rollout_ref.actor.megatron.use_dist_checkpointing=True",
+                         "reward: the recipe's (verl's default_compute_score", "learning rate -> 1e-3",
                          "kept: algorithm.adv_estimator=grpo", "kept: actor_rollout_ref.actor.kl_loss_type=low_var_kl"):
-            assert expected in changes, changes
+            assert expected in changes, (expected, changes)
         train, resumed = _steps(out / "console.log"), _steps(out / "console_resume.log")
         assert sorted(train) == [1] and sorted(resumed) == [2], (train.keys(), resumed.keys())
-        assert "Resuming from" in (out / "console_resume.log").read_text()
+        log, resume_log = (out / "console.log").read_text(errors="replace"), (out / "console_resume.log").read_text()
+        assert "Resuming from" in resume_log or "Load from checkpoint" in resume_log, resume_log[-2000:]
+        # the engine the workers built: Megatron's (mbridge model, megatron optimizer), from the converted checkpoint
+        engines = set(re.findall(r"\(WorkerDict pid=\d+\).*verl-ascend rehearse: engine in rank \d: (\w+) ", log))
+        assert engines == {"MegatronEngineWithLMHead"}, engines
         ckpts = sorted(p.name for p in (out / "checkpoints").glob("global_step_*"))
         assert ckpts == ["global_step_1", "global_step_2"], ckpts
+        for part in ("model", "optimizer"):
+            shards = list((out / "checkpoints" / "global_step_2" / "actor" / part / "dist_ckpt").glob("*.distcp"))
+            assert shards, part  # Megatron dist checkpoints (torch DCP shards), not FSDP rank files
         for step, metrics in {**train, **resumed}.items():
-            assert metrics["actor/grad_norm"] > 0, (step, metrics)  # a learning signal
-            assert metrics["critic/score/max"] > metrics["critic/score/min"], (step, metrics)  # reward varies
+            assert metrics["actor/grad_norm"] > 0, (step, metrics)  # a learning signal, with the recipe's reward
+            assert metrics["critic/score/max"] > metrics["critic/score/min"], (step, metrics)  # varies in groups
             assert metrics["training/rollout_probs_diff_max"] < 1e-2, (step, metrics)  # weights reach the rollout
-        # kl_loss: 0 at step 1 (actor == reference); at the resumed step 2 the actor is away from the reference
-        # by step 1's update, which a resume that silently started from the initial weights would not be
         kl = [train[1]["actor/kl_loss"], resumed[2]["actor/kl_loss"]]
-        assert abs(kl[0]) < 1e-6 and kl[1] > 1e-6, kl
-        # the plugin inside the loop, said by the loop's processes (Ray forwards their lines into the log)
-        log = (out / "console.log").read_text(errors="replace")
-        verdict = re.search(r"\(TaskRunner\w* pid=\d+\).*verl-ascend rehearse: rollout dispatch "
-                            r"AgentLoopManagerTQ\.generate_sequences: rollout_order not applicable on this path: "
-                            r".*TransferQueue.*", log)
-        assert verdict, log[-3000:]
+        assert abs(kl[0]) < 1e-6 and kl[1] > 1e-6, kl  # a resume from the initial weights would read 0 again
+        # ckpt_validation inside verl's Megatron save and load, said by both actor ranks
         for rank in (0, 1):
-            assert re.search(rf"\(WorkerDict pid=\d+\).*verl-ascend rehearse: patches in actor rank {rank} "
-                             r"\(pid \d+\): .*ckpt_validation applied.*rollout_order", log), rank
-        assert "rollout_order not applicable on this path" in proc.stdout.split("the plugin inside the loop")[-1]
-        # rehearse ran `logs` on both console logs (the table and the plot are its outputs)
+            assert re.search(rf"\(WorkerDict pid=\d+\).*ckpt_validation in actor rank {rank} during save_checkpoint "
+                             r"\(global_step_1\): validated [1-9]\d* shard entries", log), rank
+            assert re.search(rf"ckpt_validation in actor rank {rank} during load_checkpoint.*validated [1-9]\d* shard",
+                             resume_log), rank
+        verdict = re.search(r"\(TaskRunner\w* pid=\d+\).*verl-ascend rehearse: rollout dispatch "
+                            r"AgentLoopManagerTQ\.generate_sequences: rollout_order not applicable on this path", log)
+        assert verdict, log[-3000:]
         assert (out / "logs.png").stat().st_size > 0 and "parsed 2 step(s)" in (out / "logs_table.txt").read_text()
-        assert processes_naming(_ray_folder(proc.stdout), str(out)) == []
+        _assert_nothing_left(proc, out)
+        # the checkpoint the loop wrote passes `ckpt check`; one truncated model shard is named
+        ok = run_cli("ckpt", "check", str(out / "checkpoints"), timeout=300)
+        assert ok.returncode == 0, ok.stdout + ok.stderr
+        shard = sorted((out / "checkpoints" / "global_step_2" / "actor" / "model" / "dist_ckpt").glob("*.distcp"))[0]
+        with open(shard, "r+b") as fh:
+            fh.truncate(max(1, shard.stat().st_size // 2))
+        bad = run_cli("ckpt", "check", str(out / "checkpoints"), timeout=300)
+        assert bad.returncode != 0 and shard.name in bad.stdout + bad.stderr, bad.stdout + bad.stderr
 
 
 @needs_09

@@ -36,7 +36,7 @@ PATCHES = {
     "rehearse_rollout": ("verl_ascend.rehearse.runtime", ("verl.workers.rollout",)),
     "rehearse_report": ("verl_ascend.rehearse.runtime", (
         "verl.experimental.agent_loop.agent_loop", "verl.utils.checkpoint.megatron_checkpoint_manager",
-        "verl.utils.checkpoint.fsdp_checkpoint_manager")),
+        "verl.utils.checkpoint.fsdp_checkpoint_manager", "verl.workers.engine.base")),
     # ... and the ones verl's Megatron engine needs on a CPU host (verl_ascend/rehearse/mcore/)
     "rehearse_mcore_cuda": ("verl_ascend.rehearse.mcore", (
         "megatron.core.tensor_parallel.layers", "megatron.core.tensor_parallel.mappings",

@@ -326,8 +326,13 @@ def _rehearse(options, recipe, launch, out, ckpt_dir, work, model_dir, started) 
         log = out / ("console.log" if label == "train" else "console_resume.log")
         print(f"rehearse: {label}: main_ppo to step {last_step} on {nproc} CPU rank(s); log {log}; Ray in {ray_tmp}",
               flush=True)
-        code, seen, error = runner.run(argv + overrides_run + [f"hydra.run.dir={out / 'hydra'}"], env, run_cwd, log, ray_tmp, options.timeout, label, said=said)
+        spaces = []
+        code, seen, error = runner.run(argv + overrides_run + [f"hydra.run.dir={out / 'hydra'}"], env, run_cwd, log,
+                                       ray_tmp, options.timeout, label, said=said, namespace=spaces)
         logs.append(log)
+        if spaces and spaces[0]:
+            print(f"rehearse: {label}: main_ppo ran in PID namespace {spaces[0]}; every process in it ended with it",
+                  flush=True)
         if code != 0 or error:
             print(f"verl-ascend rehearse: main_ppo ({label}) failed, exit {code}: {error or 'see ' + str(log)}",
                   file=sys.stderr)

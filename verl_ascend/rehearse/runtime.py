@@ -16,7 +16,8 @@ How: five records, shown by ``verl-ascend status`` like the patches, that act on
     rehearse_report     verl agent loop             at the first rollout the TaskRunner names the dispatch
                                                     path and rollout_order's verdict on it (inloop.py);
                         verl checkpoint managers    after each save/load an actor rank says how many shard
-                                                    entries ckpt_validation checked, in how long
+                                                    entries ckpt_validation checked, in how long;
+                        verl EngineRegistry         each worker names the engine class verl picked
 Upstream: none; verl has no CPU training path (the duplicate back-end string is verl's
     ``initialize_global_process_group_ray`` in ``verl/utils/distributed.py``).
 Remove when: verl ships a CPU platform and a CPU rollout.
@@ -164,10 +165,12 @@ def _rollout_apply(module):
 
 
 def _report_apply(module):
-    from .inloop import watch_checkpoints, watch_manager
+    from .inloop import watch_checkpoints, watch_engines, watch_manager
 
     if module.__name__.startswith("verl.utils.checkpoint."):
         return watch_checkpoints(module)
+    if module.__name__ == ENGINE_BASE:
+        return watch_engines(module)
     return watch_manager(module)
 
 
@@ -175,11 +178,14 @@ def _report_probe(module):
     if module.__name__.startswith("verl.utils.checkpoint."):
         found = [n for n in ("MegatronCheckpointManager", "FSDPCheckpointManager") if hasattr(module, n)]
         return None if found else f"no checkpoint manager class in {module.__name__}"
+    if module.__name__ == ENGINE_BASE:
+        return None if hasattr(module, "EngineRegistry") else "no EngineRegistry in this verl"
     return None if isinstance(getattr(module, "AgentLoopManager", None), type) else "no AgentLoopManager in this verl"
 
 
+ENGINE_BASE = "verl.workers.engine.base"
 REPORT_TARGETS = ("verl.experimental.agent_loop.agent_loop", "verl.utils.checkpoint.megatron_checkpoint_manager",
-                  "verl.utils.checkpoint.fsdp_checkpoint_manager")
+                  "verl.utils.checkpoint.fsdp_checkpoint_manager", ENGINE_BASE)
 
 PATCHES = (
     Patch(name="rehearse_platform", targets=("verl",), applies=_gate(_platform_probe),
