@@ -53,12 +53,14 @@ dapo_reward_args() {
         reward.reward_kwargs.max_resp_len="$max_resp"
       ) ;;
     main_ppo)
-      # verl >= 0.9's main_ppo: reward_kwargs is no key of its config, hence the +
+      # verl >= 0.9's main_ppo: reward_kwargs is no key of its config, hence the +; its dapo manager reads
+      # every key of overlong_buffer_cfg (log too: found by the rehearsal, a KeyError at the first reward)
       DAPO_REWARD_ARGS=(
         reward.reward_manager.name=dapo
         +reward.reward_kwargs.overlong_buffer_cfg.enable=True
         +reward.reward_kwargs.overlong_buffer_cfg.len="$buffer"
         +reward.reward_kwargs.overlong_buffer_cfg.penalty_factor=1.0
+        +reward.reward_kwargs.overlong_buffer_cfg.log=False
         +reward.reward_kwargs.max_resp_len="$max_resp"
       ) ;;
     *)
