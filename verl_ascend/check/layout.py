@@ -28,6 +28,7 @@ class TrainLayout:
     first_stage_layers: Optional[int] = None
     last_stage_layers: Optional[int] = None
     use_mbridge: bool = False
+    sp_key: str = ""  # the config key the sequence-parallel size (cp) was read from, for messages
 
     def key(self, name: str) -> str:
         return f"{ARR}.{self.role}.megatron.{name}"
@@ -47,12 +48,28 @@ class TrainLayout:
         return world // self.model_parallel if world % self.model_parallel == 0 else None
 
 
-def train_layout(cfg, role: str) -> TrainLayout:
+def ulysses(cfg, role: str, engine: bool) -> tuple:
+    """(Ulysses SP size, the key it comes from) as the worker that runs reads it.
+
+    The legacy FSDP worker (``fsdp_workers.py``) reads ``<role>.ulysses_sequence_parallel_size``
+    only. The engine workers read the engine config, ``<role>.fsdp_config.ulysses_sequence_parallel_size``;
+    the role's own key still wins when it is above 1 (verl's FSDPActorConfig copies it over, for old
+    recipes) -- see ``verl/workers/config/actor.py`` and ``verl/workers/engine/fsdp/transformer_impl.py``."""
+    legacy_key = f"{ARR}.{role}.ulysses_sequence_parallel_size"
+    legacy = int(get(cfg, legacy_key, 1))
+    engine_key = f"{ARR}.{role}.fsdp_config.ulysses_sequence_parallel_size"
+    if engine and legacy <= 1 and OmegaConf.select(cfg, engine_key) is not None:
+        return int(get(cfg, engine_key, 1)), engine_key
+    return legacy, legacy_key
+
+
+def train_layout(cfg, role: str, engine: bool = False) -> TrainLayout:
+    """``engine``: verl's engine workers run this role (trainer_path.engine_workers), not the legacy ones."""
     base = f"{ARR}.{role}"
     strategy = get(cfg, f"{base}.strategy", get(cfg, f"{ARR}.actor.strategy", "fsdp"))
     if strategy != "megatron":
-        sp = int(get(cfg, f"{base}.ulysses_sequence_parallel_size", 1))
-        return TrainLayout(role, strategy, cp=sp)
+        sp, key = ulysses(cfg, role, engine)
+        return TrainLayout(role, strategy, cp=sp, sp_key=key)
     m = f"{base}.megatron"
     otc = get(cfg, f"{m}.override_transformer_config", {}) or {}
     tp = int(get(cfg, f"{m}.tensor_model_parallel_size", 1))
@@ -67,6 +84,7 @@ def train_layout(cfg, role: str) -> TrainLayout:
         first_stage_layers=otc.get("num_layers_in_first_pipeline_stage"),
         last_stage_layers=otc.get("num_layers_in_last_pipeline_stage"),
         use_mbridge=bool(get(cfg, f"{m}.use_mbridge", False)),
+        sp_key=f"{m}.context_parallel_size",
     )
 
 

@@ -4,7 +4,7 @@ import contextlib
 import os
 import sys
 
-from . import compose, extract, hbm, model_facts, profiles, rules, trainer_path, verl_checks
+from . import bridge, compose, extract, hbm, model_facts, profiles, rules, trainer_path, verl_checks
 from .findings import ERROR, INFO, exit_code, finding
 from .layout import ARR, get, rollout_layout, train_layout, world_size
 
@@ -25,10 +25,10 @@ def _verl_features() -> tuple:
     return getattr(verl, "__version__", "unknown"), has_auto, active
 
 
-def _layout_summary(cfg, use_ref) -> dict:
+def _layout_summary(cfg, use_ref, engine) -> dict:
     out = {"world_size": world_size(cfg)}
     for role in ["actor"] + (["ref"] if use_ref else []):
-        lay = train_layout(cfg, role)
+        lay = train_layout(cfg, role, engine)
         out[role] = {"strategy": lay.strategy, "tp": lay.tp, "pp": lay.pp, "cp": lay.cp, "ep": lay.ep,
                      "dp": lay.dp(out["world_size"])}
     ro = rollout_layout(cfg)
@@ -124,11 +124,12 @@ def _run_check(script, sets, verl_src, device) -> dict:
         report["model"] = {"name": facts.name, "source": facts.source, "layers": facts.num_layers,
                            "heads": facts.num_heads, "kv_heads": facts.num_kv_heads, "experts": facts.num_experts,
                            "params_b": round(facts.total_params() / 1e9, 2)}
-    report["layout"] = _layout_summary(cfg, use_ref)
+    engine = trainer_path.engine_workers(cfg)
+    report["layout"] = _layout_summary(cfg, use_ref, engine)
     ctx = rules.Context(cfg, facts, use_ref, has_auto_set_device=has_auto, device_patch_active=patch_active,
                         verl_raises_batched_tokens=verl_checks.raises_batched_tokens(), profile=profile,
-                        launch_env=launch.env)
-    ours = [f for rule in rules.ALL for f in rule(ctx)] + hbm.estimate(ctx)
+                        launch_env=launch.env, engine_workers=engine)
+    ours = [f for rule in rules.ALL for f in rule(ctx)] + hbm.estimate(ctx) + bridge.findings(cfg, ctx.layouts())
     # verl's assertions overlap ours (world size, batch divisibility); when ours already explain an
     # error, verl's text is kept in the report but not counted as a separate finding.
     report["verl_validation"] = {"ran": ran, "errors": [f.message for f in verl_found]}

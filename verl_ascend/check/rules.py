@@ -22,6 +22,7 @@ class Context:
     verl_raises_batched_tokens: bool = False  # the installed verl's vLLM server fixes max_num_batched_tokens
     profile: Profile = PROFILES[DEFAULT]
     launch_env: dict = dataclasses.field(default_factory=dict)
+    engine_workers: bool = False  # verl's engine workers run (trainer_path.engine_workers): SP from fsdp_config
 
     @property
     def world(self) -> int:
@@ -29,7 +30,7 @@ class Context:
 
     def layouts(self):
         roles = ["actor"] + (["ref"] if self.use_ref else [])
-        return [train_layout(self.cfg, role) for role in roles]
+        return [train_layout(self.cfg, role, self.engine_workers) for role in roles]
 
     def megatron_layouts(self):
         return [lay for lay in self.layouts() if lay.is_megatron]
@@ -50,8 +51,16 @@ def parallel(ctx: Context) -> list:
     moe = bool(ctx.facts and ctx.facts.is_moe)
     for lay in ctx.layouts():
         if not lay.is_megatron:
+            engine_key = f"{ARR}.{lay.role}.fsdp_config.ulysses_sequence_parallel_size"
+            engine_sp = int(get(ctx.cfg, engine_key, 1))
+            if not ctx.engine_workers and engine_sp > 1 and lay.cp == 1:
+                out.append(finding("parallel", WARNING, (engine_key, lay.sp_key),
+                                   f"{lay.role}: {engine_key.rsplit('.', 2)[1]}.ulysses_sequence_parallel_size="
+                                   f"{engine_sp} is read by verl's engine workers only; this verl runs the legacy "
+                                   f"FSDP worker, which reads {lay.sp_key} (1): no sequence parallelism",
+                                   f"set {lay.sp_key}={engine_sp}, or trainer.use_legacy_worker_impl=disable"))
             if world % lay.cp:
-                out.append(finding("parallel", ERROR, NODE + (f"{ARR}.{lay.role}.ulysses_sequence_parallel_size",),
+                out.append(finding("parallel", ERROR, NODE + (lay.sp_key,),
                                    f"{lay.role}: world size {world} is not divisible by Ulysses SP {lay.cp}",
                                    f"use a sequence parallel size among {_divisors_near(world, lay.cp)}"))
             continue
@@ -104,7 +113,7 @@ def parallel(ctx: Context) -> list:
 
 def batch(ctx: Context) -> list:
     out, cfg = [], ctx.cfg
-    actor = train_layout(cfg, "actor")
+    actor = train_layout(cfg, "actor", ctx.engine_workers)
     dp = actor.dp(ctx.world)
     n = int(get(cfg, f"{ARR}.rollout.n", 1))
     tbs = int(get(cfg, "data.train_batch_size", 0))
@@ -178,8 +187,9 @@ def lengths(ctx: Context) -> list:
                                f"without chunked prefill a {seq}-token sequence must fit max_num_batched_tokens {batched}",
                                f"set {ro}.max_num_batched_tokens >= {seq} or {ro}.enable_chunked_prefill=True"))
     # verl packs dynamic batches to limit x the role's sequence-parallel size (Ulysses for FSDP,
-    # context parallel for Megatron): verl/workers/engine/utils.py, dp_actor, megatron_actor.
-    actor_sp, ref_sp = train_layout(cfg, "actor").cp, train_layout(cfg, "ref").cp
+    # context parallel for Megatron): verl/workers/engine/utils.py, dp_actor, megatron_actor. The
+    # size is read from the key the running worker reads (layout.ulysses).
+    actor_sp, ref_sp = (train_layout(cfg, role, ctx.engine_workers).cp for role in ("actor", "ref"))
     for key, sp in ((f"{ARR}.actor.ppo_max_token_len_per_gpu", actor_sp),
                     (f"{ARR}.rollout.log_prob_max_token_len_per_gpu", actor_sp),
                     (f"{ARR}.ref.log_prob_max_token_len_per_gpu", ref_sp)):

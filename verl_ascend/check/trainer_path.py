@@ -25,5 +25,20 @@ def findings(cfg, verl_version: str) -> tuple:
                           fix)]
 
 
+def engine_workers(cfg) -> bool:
+    """Does the run use verl's engine workers (``engine_workers.py``) rather than the legacy FSDP/Megatron
+    workers (``fsdp_workers.py``)? By what the installed verl has: a verl with only one kind runs it
+    (0.9 has no legacy workers); with both, main_ppo picks the legacy ones unless
+    ``trainer.use_legacy_worker_impl=disable``."""
+    root = verl_install.package_dir()
+    if root is None:
+        return False
+    legacy = (root / "workers" / "fsdp_workers.py").is_file()
+    engine = (root / "workers" / "engine_workers.py").is_file() or (root / "workers" / "roles").is_dir()
+    if legacy and engine:
+        return str(get(cfg, "trainer.use_legacy_worker_impl", "auto")) == "disable"
+    return engine
+
+
 def describe(name: str) -> Finding:
     return finding("trainer", INFO, ("trainer.use_v1",), f"trainer loop: {name}")

@@ -1,0 +1,65 @@
+"""Which HF<->Megatron bridge a Megatron recipe imports, and whether it is installed here.
+
+verl builds Megatron models from the HF config through a bridge when ``megatron.use_mbridge`` is on
+(the engine workers require it). verl releases that have ``megatron.vanilla_mbridge`` default it to
+False, which selects NVIDIA's Megatron-Bridge (``import megatron.bridge``, package
+``megatron-bridge``); True selects the older ``mbridge`` package, the only bridge of verls without
+the key (``verl/workers/engine/megatron/transformer_impl.py``, ``verl/workers/config/engine.py``).
+The choice is read from the composed config, so a verl without the key is recognised by its absence,
+not by its version. A bridge missing here fails every Megatron worker at start-up where the cluster's
+environment matches this one.
+"""
+
+import importlib.util
+
+from omegaconf import OmegaConf
+
+from .findings import INFO, WARNING, finding
+from .layout import ARR, get
+
+# import name -> (distribution to install, what it is)
+BRIDGES = {"mbridge": ("mbridge", "mbridge"), "megatron.bridge": ("megatron-bridge", "NVIDIA Megatron-Bridge")}
+
+
+def _importable(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):  # a parent package missing or broken
+        return False
+
+
+def chosen(cfg, role: str):
+    """(import name, the vanilla_mbridge key or None when this verl has none) for a Megatron role."""
+    key = f"{ARR}.{role}.megatron.vanilla_mbridge"
+    value = OmegaConf.select(cfg, key)
+    if value is None:
+        return "mbridge", None
+    return ("mbridge" if bool(value) else "megatron.bridge"), key
+
+
+def findings(cfg, layouts) -> list:
+    out, seen = [], set()
+    for lay in layouts:
+        if not lay.is_megatron or not get(cfg, lay.key("use_mbridge"), False):
+            continue
+        module, key = chosen(cfg, lay.role)
+        if module in seen:  # the ref follows the actor's choice by default: one finding per bridge
+            continue
+        seen.add(module)
+        dist, what = BRIDGES[module]
+        keys = (lay.key("use_mbridge"),) + ((key,) if key else ())
+        how = f"{key}={get(cfg, key)}" if key else "this verl has no vanilla_mbridge switch"
+        if _importable(module):
+            out.append(finding("bridge", INFO, keys, f"{lay.role}: the Megatron workers import {what} "
+                               f"(`import {module}`; {how}); installed here"))
+            continue
+        fix = f"pip install {dist}"
+        if key:  # this verl can switch to the other bridge
+            other = "megatron.bridge" if module == "mbridge" else "mbridge"
+            there = "installed here" if _importable(other) else f"pip install {BRIDGES[other][0]}"
+            fix += f", or set {key}={module != 'mbridge'} to use {BRIDGES[other][1]} ({there})"
+        out.append(finding("bridge", WARNING, keys,
+                           f"{lay.role}: the Megatron workers import {what} (`import {module}`; {how}), which is not "
+                           "installed in this environment: where the cluster's environment matches this one, every "
+                           "Megatron worker fails at start-up with ModuleNotFoundError", fix))
+    return out
