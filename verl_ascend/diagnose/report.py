@@ -1,14 +1,17 @@
 """Group matched lines into findings (one per family), add what the numbers say, render text or JSON."""
 
 import collections
+import datetime
 import json
 
 from . import table
 
 JSON_SCHEMA_VERSION = 1
 GENERIC = "hccl_call_failed"          # shown only when no specific family explains the run
+UNRECOGNISED = table.UNRECOGNISED     # shown when nothing else explains the run, or when it failed before it
 TIMEOUTS = ("hccl_exec_timeout", "stream_sync_timeout")
 DEFAULT_CONNECT_TIMEOUT = 120         # s, CANN's default for HCCL_CONNECT_TIMEOUT (quoted in its EI0006 text)
+ECHO_WINDOW = datetime.timedelta(seconds=1)  # an unexplained line this close before a known one is part of it
 LONG_GEN_SHARE = 0.5                  # generation over half of the step time: a long-tail step
 
 
@@ -18,8 +21,20 @@ def _where(event) -> dict:
     for key in ("rank", "node", "device", "pid"):
         if key in event.where and event.where[key] is not None:
             out[key] = event.where[key]
+    if event.details.get("raised_at"):
+        out["raised_at"] = event.details["raised_at"]
     out["text"] = event.text
     return out
+
+
+def _culprit(events):
+    """The rank the heartbeat named (``IP/device``), most reported first: the process to look at, not the reporter."""
+    named = collections.Counter(e.details["culprit"] for e in events if e.details.get("culprit"))
+    if not named:
+        return None
+    value, count = named.most_common(1)[0]
+    node, _, device = value.rpartition("/")
+    return {"node": node, "device": int(device), "reports": count}
 
 
 def _finding(family_id, events, overflow=0, notes=()) -> dict:
@@ -45,6 +60,7 @@ def _finding(family_id, events, overflow=0, notes=()) -> dict:
         "spread_s": round(spread, 3),
         "details": {k: sorted(v, key=lambda x: (len(x), x)) for k, v in details.items()},
         "cause": family.cause, "notes": notes, "fix": family.fix, "sources": list(family.sources),
+        "culprit": _culprit(events),
     }
 
 
@@ -66,6 +82,14 @@ def _notes(family_id, details, spread, events) -> list:
         notes.append(f"the collective had waited {waited:.0f} s when the watchdog stopped it")
     if family_id == "port_in_use" and details.get("port"):
         notes.append("port(s) in use: " + ", ".join(sorted(details["port"], key=int)))
+    if details.get("culprit"):
+        notes.append("culprit named by the cluster heartbeat (IP/device): " + ", ".join(sorted(details["culprit"]))
+                     + (" — " + ", ".join(sorted(details["exception_type"])) if details.get("exception_type") else "")
+                     + "; the rank that printed the message only waited for it")
+    if details.get("peer"):
+        notes.append("other end of the failed link (server/device): " + ", ".join(sorted(details["peer"])))
+    if family_id == UNRECOGNISED and details.get("exception"):
+        notes.append("exception(s): " + ", ".join(sorted(details["exception"])))
     if family_id == "npu_oom" and details.get("alloc"):
         notes.append("allocation(s) that failed: " + ", ".join(sorted(details["alloc"])))
     return notes
@@ -126,12 +150,25 @@ def build(scanner) -> dict:
     if any(f["family"] != GENERIC for f in findings):
         generic_lines = sum(f["lines"] for f in findings if f["family"] == GENERIC)
         findings = [f for f in findings if f["family"] != GENERIC]
+    unrecognised_lines = 0
+    known = [min(evs, key=lambda e: e.sort_key()) for f, evs in by_family.items() if evs and f not in (UNRECOGNISED, GENERIC)]
+    if known and by_family.get(UNRECOGNISED):
+        # an unexplained failure is kept only if it came first: then it is the cause and the known ones its echo
+        # (by more than the 1 s resolution of torch_npu's "[ERROR] <time>" header, printed with the same failure)
+        mine = min(by_family[UNRECOGNISED], key=lambda e: e.sort_key())
+        if mine.when is None or not all(k.when and mine.when + ECHO_WINDOW <= k.when for k in known):
+            unrecognised_lines = sum(f["lines"] for f in findings if f["family"] == UNRECOGNISED)
+            findings = [f for f in findings if f["family"] != UNRECOGNISED]
     findings.sort(key=lambda f: (f["order"], f["first"]["time"] is None, f["first"]["time"] or ""))
     first = None
-    candidates = [e for e in scanner.events if e.family != GENERIC or not generic_lines]
+    candidates = [e for e in scanner.events if (e.family != GENERIC or not generic_lines)
+                  and (e.family != UNRECOGNISED or not unrecognised_lines)]
     if candidates:
         earliest = min(candidates, key=lambda e: e.sort_key())
         first = dict(_where(earliest), family=earliest.family)
+        culprit = next((f["culprit"] for f in findings if f.get("culprit")), None)
+        if culprit:
+            first["culprit"] = culprit
     return {
         "schema": JSON_SCHEMA_VERSION,
         "files": len(scanner.files), "lines": scanner.lines, "bytes": scanner.bytes,
@@ -139,6 +176,7 @@ def build(scanner) -> dict:
         "first_failure": first,
         "findings": findings,
         "generic_hccl_lines": generic_lines,
+        "unrecognised_lines": unrecognised_lines,
     }
 
 
@@ -169,6 +207,9 @@ def render(result) -> str:
     if first:
         lines.append(f"first failure: {first['time'] or 'time unknown'}, {_place(first)} "
                      f"({first['family']}) at {first['file']}:{first['line']}")
+        if first.get("culprit"):
+            lines.append(f"culprit: node {first['culprit']['node']}, device {first['culprit']['device']} "
+                         "(the rank the others waited for; read its log first)")
     for i, f in enumerate(result["findings"], 1):
         lines.append("")
         lines.append(f"[{i}] {f['title']} ({f['family']})")
@@ -182,6 +223,11 @@ def render(result) -> str:
         w = f["first"]
         lines.append(f"    first:  {w['time'] or 'time unknown'}, {_place(w)} — {w['file']}:{w['line']}")
         lines.append(f"            {w['text'][:240]}")
+        if w.get("raised_at"):
+            lines.append(f"    raised: {w['raised_at']}")
+        if f.get("culprit"):
+            lines.append(f"    culprit: node {f['culprit']['node']}, device {f['culprit']['device']} "
+                         f"(named in {f['culprit']['reports']} report(s))")
         lines.append(f"    cause:  {f['cause']}")
         for note in f["notes"]:
             lines.append(f"    note:   {note}")
@@ -190,6 +236,8 @@ def render(result) -> str:
     if result["generic_hccl_lines"]:
         lines.append("")
         lines.append(f"({result['generic_hccl_lines']} generic 'HCCL call failed' line(s) are the echo of the findings above)")
+    if result["unrecognised_lines"]:
+        lines.append(f"({result['unrecognised_lines']} other failure line(s) came after the findings above)")
     for s in result["skipped"]:
         lines.append(f"skipped {s['file']}: {s['reason']}")
     return "\n".join(lines)

@@ -13,6 +13,7 @@ import re
 from verl_ascend.core import findings
 
 from . import context, table
+from .families import generic, hccl
 
 BLOCK = 4 << 20
 MAX_EVENTS = 50_000
@@ -31,6 +32,38 @@ _DETAILS = {
     "waited_ms": re.compile(r"ran for (\d+) milliseconds"),
     "alloc": re.compile(r"Tried to allocate ([\d.]+ ?[KMGT]?i?B)"),
 }
+
+
+LOOKBACK = 16384              # bytes above an exception line searched for the frame that raised it
+_EXCEPTION = re.compile(generic.EXCEPTION)
+_FRAME = re.compile(rb'File "([^"]+)", line (\d+), in (\S+)')
+_PEERS = [(key, re.compile(p)) for key, p in hccl.PEER_PATTERNS]
+_EXCEPTION_TYPE = re.compile(hccl.EXCEPTION_TYPE)
+
+
+def _raised_at(before: bytes, pid):
+    """``file.py:N in func`` of the innermost frame of the traceback just above (same Ray process if prefixed)."""
+    frames = list(_FRAME.finditer(before))
+    if pid is not None:
+        mine = [f for f in frames if f"pid={pid}".encode() in before[before.rfind(b"\n", 0, f.start()) + 1:f.start()]]
+        frames = mine or frames
+    if not frames:
+        return None
+    f = frames[-1]
+    return f"{f.group(1).decode('utf-8', 'replace')}:{int(f.group(2))} in {f.group(3).decode('utf-8', 'replace')}"
+
+
+def _peer(text: str) -> dict:
+    """The other end a heartbeat / error-CQE line names (``culprit``: the rank that exited or hung)."""
+    out = {}
+    for key, pattern in _PEERS:
+        m = pattern.search(text)
+        if m and key not in out:
+            out[key] = f"{m.group(1)}/{m.group(2)}"
+    m = _EXCEPTION_TYPE.search(text)
+    if m:
+        out["exception_type"] = m.group(1)
+    return out
 
 
 @dataclasses.dataclass
@@ -85,8 +118,8 @@ def expand(paths) -> list:
 
 class Scanner:
     def __init__(self):
-        self.rules = [(r, r.compiled()) for r in table.RULES]
-        self.loud_rules = [(r, p) for r, p in self.rules if r.any_level]
+        self.rules = [(r, r.compiled(), r.rejected()) for r in table.RULES]
+        self.loud_rules = [(r, p, u) for r, p, u in self.rules if r.any_level]
         # verl's step lines are evidence and only the last one counts: one rfind per block, not a visit per line
         self.literals = [a.encode() for a in table.SCAN_LITERALS if a != STEP_KEY]
         self.events = []
@@ -102,7 +135,7 @@ class Scanner:
     # -- reading ------------------------------------------------------------------------------------
     def scan_file(self, path, progress=None):
         pending = []                  # events whose stamp lacks a year, until the file shows one
-        state = {"year": None, "pending": pending, "untimed": []}
+        state = {"year": None, "pending": pending, "untimed": [], "ignored_until": 0, "before": b""}
         base_line = 0
         with open(path, "rb") as fh:
             head = fh.read(8192)
@@ -176,6 +209,7 @@ class Scanner:
             line_no += data.count(b"\n", counted_to, start)
             counted_to = start
             text = ANSI.sub("", data[start:end].decode("utf-8", "replace")).rstrip("\r")
+            state["before"] = data[max(0, start - LOOKBACK):start]   # the traceback above an exception line
             self._line(path, line_no + 1, text, state)
 
     # -- one candidate line -------------------------------------------------------------------------
@@ -185,12 +219,18 @@ class Scanner:
             state["year"] = self.year = stamp[0]
         self._evidence(path, line_no, text)
         self._borrow(line_no, text, stamp, state)
+        if generic.IGNORED_START in text:
+            state["ignored_until"] = line_no + generic.IGNORED_BLOCK
         matched = None
         # a warning / info line can only match the few rules written for messages printed at that level
-        for rule, pattern in self.loud_rules if context.is_quiet(text) else self.rules:
-            if any(k in text for k in rule.keywords) and pattern.search(text):
+        for rule, pattern, unless in self.loud_rules if context.is_quiet(text) else self.rules:
+            if rule.keywords and not any(k in text for k in rule.keywords):
+                continue
+            if pattern.search(text) and not (unless and unless.search(text)):
                 if matched is None or table.FAMILIES[rule.family].order < table.FAMILIES[matched].order:
                     matched = rule.family
+        if matched == generic.UNRECOGNISED and line_no <= state["ignored_until"]:
+            matched = None            # printed inside Python's "Exception ignored in" shutdown block: destructor noise
         if matched is not None:
             self._record(matched, path, line_no, text, stamp, state)
 
@@ -246,6 +286,13 @@ class Scanner:
             m = pattern.search(text)
             if m:
                 details[key] = next(g for g in m.groups() if g is not None)
+        details.update(_peer(text))
+        m = _EXCEPTION.search(text)
+        if m:
+            details["exception"] = m.group(1)
+            raised = _raised_at(state["before"], where.get("pid"))
+            if raised:
+                details["raised_at"] = raised
         event = Event(family, path, line_no, text.strip()[:400], stamp, None, where, tuple(sorted(codes)), details)
         if stamp is not None:
             year = stamp[0] or state["year"]

@@ -1,0 +1,166 @@
+"""`verl-ascend diagnose` on failure shapes collected from the public catalogues (tests/fixtures/diagnose/SOURCES.md),
+and the generic fallback: a failed run is never "no failure".
+
+The fixtures under tests/fixtures/diagnose/public/ are our own logs in each documented shape; the family each
+must be named as is in SOURCES.md, which this file reads (so a fixture without a listed source fails here).
+"""
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+from subproc import run_cli
+
+from verl_ascend.diagnose import report, scan, table
+
+pytestmark = pytest.mark.verl_agnostic
+FIX = Path(__file__).parents[1] / "fixtures" / "diagnose"
+PUBLIC = FIX / "public"
+ROW = re.compile(r"^\| `public/([\w.]+)` \| `(\w+)` \| (https://\S+) \|$")
+
+
+def sources():
+    rows = [ROW.match(line) for line in (FIX / "SOURCES.md").read_text().splitlines()]
+    return {m.group(1): (m.group(2), m.group(3)) for m in rows if m}
+
+
+SOURCES = sources()
+FAILURES = sorted(SOURCES)
+# what each fix must name: the parameter, variable or command to change (not just "check the logs")
+FIX_WORDS = {
+    "peer_exited": "HCCL_EXEC_TIMEOUT", "hccl_port_taken": "ip_local_reserved_ports", "roce_error_cqe": "hccn_tool",
+    "hccl_version_mismatch": "set_env.sh", "tls_mismatch": "hccn_tool -i $i -tls", "npu_not_visible":
+    "RAY_EXPERIMENTAL_NOSET_ASCEND_RT_VISIBLE_DEVICES", "vllm_invalid_version": "VLLM_VERSION",
+    "op_binary_missing": "kernels", "acl_init_failed": "npu-smi info", "mla_graph_heads": "enforce_eager",
+    "tensor_not_contiguous": ".contiguous()", "tensor_device_mismatch": ".npu()", "op_unsupported": "op-plugin",
+    "inplace_grad": "set_detect_anomaly", "host_oom_killed": "RAY_memory_usage_threshold",
+    "ray_started_with_gpus": "--resources='{\"NPU\": 8}'", "visible_devices_rewritten":
+    "RAY_EXPERIMENTAL_NOSET_ASCEND_RT_VISIBLE_DEVICES", "weight_bucket_too_small": "update_weights_bucket_megabytes",
+    "mindspeed_too_old": "2.3.0_core_r0.12.1", "ckpt_metadata_missing": "verl-ascend ckpt sync",
+    "port_in_use": "MASTER_PORT", "cann_not_sourced": "set_env.sh", "hccp_busy": "npu-smi info",
+    "unrecognised_failure": "ASCEND_LAUNCH_BLOCKING",
+}
+
+
+def diagnose(*paths):
+    return report.build(scan.scan([str(p) for p in paths]))
+
+
+def test_the_fresh_set_is_big_enough_and_every_file_is_listed():
+    on_disk = {p.name for p in PUBLIC.glob("*.log")} - {"healthy_shutdown.log"}
+    assert on_disk == set(SOURCES)
+    assert len(SOURCES) >= 20
+
+
+@pytest.mark.parametrize("name", FAILURES)
+def test_public_shape_is_named_with_its_fix(name):
+    family, url = SOURCES[name]
+    assert (PUBLIC / name).read_text().splitlines()[0] == f"# shape of: {url}"
+    result = diagnose(PUBLIC / name)
+    assert report.exit_code(result) == 1
+    found = result["findings"][0]
+    assert found["family"] == family, [f["family"] for f in result["findings"]]
+    assert FIX_WORDS[family] in found["fix"], found["fix"]
+    listed = table.FAMILIES[family].sources
+    assert listed and all(s.startswith("https://") for s in listed)
+    if family != table.UNRECOGNISED:
+        assert url in listed, (url, listed)  # the page the fixture was written from is the one the finding cites
+
+
+def test_every_family_has_a_fixture_somewhere():
+    import test_diagnose  # the first table's cases
+
+    covered = {f for f, _ in SOURCES.values()} | {c[1] for c in test_diagnose.CASES} | {"hccl_call_failed"}
+    assert set(table.FAMILIES) - covered == set()
+
+
+def test_the_peer_that_exited_is_named_not_the_reporter():
+    result = diagnose(PUBLIC / "peer_heartbeat.log")
+    f = result["findings"][0]
+    assert f["culprit"] == {"node": "10.7.0.3", "device": 6, "reports": 1}
+    assert f["first"]["node"] == "10.7.0.2"  # the line came from the waiting rank's log...
+    assert result["first_failure"]["culprit"]["node"] == "10.7.0.3"  # ...the run is blamed on the peer
+    assert any("Heartbeat Lost Occurred" in n for n in f["notes"])
+    proc = run_cli("diagnose", str(PUBLIC / "peer_heartbeat.log"), timeout=120)
+    assert proc.returncode == 1 and "culprit: node 10.7.0.3, device 6" in proc.stdout, proc.stdout
+
+
+def test_error_cqe_names_the_other_end():
+    f = diagnose(PUBLIC / "error_cqe.log")["findings"][0]
+    assert f["details"]["peer"] == ["10.9.0.22/5"] and "EI0013" in f["codes"]
+
+
+def test_a_finished_run_with_shutdown_noise_is_clean():
+    proc = run_cli("diagnose", str(PUBLIC / "healthy_shutdown.log"), str(FIX / "noise.log"), timeout=120)
+    assert proc.returncode == 0 and proc.stdout.startswith("no known failure"), proc.stdout
+
+
+# -- the generic fallback, one case per kind of failure line -------------------------------------------------------
+RAY = "(WorkerDict pid=4242, ip=10.8.0.4) "
+KINDS = [
+    ("assertion_bare", [RAY + "Traceback (most recent call last):",
+                        RAY + '  File "/opt/verl/verl/trainer/ppo/ray_trainer.py", line 977, in fit',
+                        RAY + "    assert batch.batch is not None", RAY + "AssertionError"],
+     "AssertionError", "/opt/verl/verl/trainer/ppo/ray_trainer.py:977 in fit"),
+    ("assertion_msg", ["[rank3]: AssertionError: world size 6 is not divisible by tp 4"], "AssertionError", None),
+    ("key_error", ['  File "/opt/app/data.py", line 12, in load', "    row = rows[key]", "KeyError: 'prompt'"],
+     "KeyError", "/opt/app/data.py:12 in load"),
+    ("file_not_found", [RAY + "FileNotFoundError: [Errno 2] No such file or directory: '/data/gsm8k/train.parquet'"],
+     "FileNotFoundError", None),
+    ("value_error", ["ValueError: Unknown rollout name sgl"], "ValueError", None),
+    ("runtime_error", ["[rank0]: RuntimeError: shape mismatch"], "RuntimeError", None),
+    ("module_not_found", ["ModuleNotFoundError: No module named 'mindspeed'"], "ModuleNotFoundError", None),
+    ("ray_task_error", ["ray.exceptions.RayTaskError(ZeroDivisionError): ray::TaskRunner.run() (pid=11, ip=10.0.0.1)"],
+     "ray.exceptions.RayTaskError(ZeroDivisionError)", None),
+    ("cann_error_line", ["[ERROR] RUNTIME(3030,python):2026-01-01-00:00:01.000.001 [device.cc:10] something failed"], None, None),
+    ("error_code", ["EL0003: [PID: 77] 2026-01-01-00:00:01.000.001 The argument is invalid."], None, None),
+    ("torch_npu_code", ["[ERROR] 2026-01-01-00:00:01 (PID:77, Device:0, RankID:0) ERR03005 GE invalid value"], None, None),
+    ("actor_died", ["(raylet) A worker died or was killed while executing a task by an unexpected system error."], None, None),
+    ("exit_code", ["Job 'raysubmit_abc' failed", "Status message: Job entrypoint command failed with exit code 1"], None, None),
+    ("killed", ["run_grpo.sh: line 40: 991 Killed                  python3 -m verl.trainer.main_ppo"], None, None),
+    ("segfault", ["Fatal Python error: Segmentation fault"], None, None),
+]
+
+
+@pytest.mark.parametrize("name,lines,kind,raised_at", KINDS, ids=[k[0] for k in KINDS])
+def test_generic_fallback_per_failure_kind(tmp_path, name, lines, kind, raised_at):
+    log = tmp_path / f"{name}.log"
+    log.write_text("2026-01-01 00:00:00,000 - verl - INFO - start\n" + "\n".join(lines) + "\n")
+    proc = run_cli("diagnose", "--json", str(log), timeout=120) if name == "assertion_bare" else None
+    result = json.loads(proc.stdout) if proc else diagnose(log)
+    if proc:
+        assert proc.returncode == 1, proc.stderr
+    assert [f["family"] for f in result["findings"]] == [table.UNRECOGNISED]
+    first = result["findings"][0]["first"]
+    assert first["line"] >= 2  # after the INFO line: the failing line, not the header
+    if kind:
+        assert result["findings"][0]["details"]["exception"] == [kind]
+    if raised_at:
+        assert first["raised_at"] == raised_at
+    if lines[0].startswith(RAY):
+        assert (first["pid"], first["node"]) == (4242, "10.8.0.4")
+
+
+def test_the_same_lines_at_warning_level_or_as_source_stay_quiet(tmp_path):
+    log = tmp_path / "ok.log"
+    log.write_text("WARNING 01-01 00:00:00 [x.py:1] ValueError: retrying\n"
+                   "    raise KeyError(name)\n"
+                   "    except FileNotFoundError:\n"
+                   "process exited with exit code 0\n")
+    assert diagnose(log)["findings"] == []
+
+
+def test_an_unexplained_exception_before_a_known_failure_is_kept_first(tmp_path):
+    """The peer's own exception, seconds before the others time out, is the cause; afterwards it is the echo."""
+    log = tmp_path / "two.log"
+    log.write_text("(WorkerDict pid=1, ip=10.0.0.1) 2026-02-02 10:00:00,000 KeyError: 'reward'\n"
+                   "(WorkerDict pid=2, ip=10.0.0.2) [rank1]: EI0002: [PID: 2] 2026-02-02-10:30:00.000.000 The wait "
+                   "execution of the Notify register times out.\n")
+    result = diagnose(log)
+    assert [f["family"] for f in result["findings"]] == ["hccl_exec_timeout", table.UNRECOGNISED]
+    assert result["first_failure"]["family"] == table.UNRECOGNISED and result["first_failure"]["node"] == "10.0.0.1"
+    log.write_text("[rank1]: RuntimeError: NPU out of memory. Tried to allocate 2.00 GiB (NPU 1; 60 GiB total)\n"
+                   "[rank1]: [ERROR] 2026-02-02-10:00:00 (PID:5, Device:1, RankID:1) ERR00100 PTA call acl api failed.\n")
+    result = diagnose(log)
+    assert [f["family"] for f in result["findings"]] == ["npu_oom"] and result["unrecognised_lines"] == 1

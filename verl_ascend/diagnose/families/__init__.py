@@ -1,0 +1,28 @@
+"""The failure families of `verl-ascend diagnose`, one module per area.
+
+- ``core``: the first table (CANN environment, file handles, HCCL link setup / execution, NPU memory and runtime).
+- ``hccl``: the CANN HCCL user guide's fault chapter (TLS check, error CQE, ports taken, the peer that exited).
+- ``device``: torch_npu's troubleshooting cases and vllm-ascend's FAQ (operators, devices, environment).
+- ``cluster``: Ray and device visibility.
+- ``training``: verl's NPU FAQ (weight bucket, MindSpeed, checkpoints on non-shared storage).
+- ``generic``: the fallback that makes any failed run a finding, with the lines known to be harmless.
+"""
+
+import dataclasses
+
+from . import cluster, core, device, generic, hccl, training
+from .core import HCCL_RESULT  # noqa: F401
+from .model import Family, Rule  # noqa: F401
+
+_AREAS = (core, hccl, device, cluster, training, generic)
+FAMILIES = {}
+for _area in _AREAS:
+    for _id, _family in _area.FAMILIES.items():
+        assert _id not in FAMILIES, _id
+        FAMILIES[_id] = _family
+# later areas add public pages to families of the first table
+for _area in _AREAS:
+    for _id, _more in getattr(_area, "EXTRA_SOURCES", {}).items():
+        FAMILIES[_id] = dataclasses.replace(FAMILIES[_id], sources=FAMILIES[_id].sources + tuple(_more))
+RULES = tuple(rule for area in _AREAS for rule in area.RULES)
+UNRECOGNISED = generic.UNRECOGNISED

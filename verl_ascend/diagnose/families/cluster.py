@@ -1,0 +1,49 @@
+"""Ray on Ascend: a cluster started with GPUs instead of NPUs, Ray rewriting the visible devices, Ray's memory monitor."""
+
+from .model import GH, Family, Rule
+
+FAMILIES = {f.id: f for f in (
+    Family(
+        "host_oom_killed", 16, "Ray's memory monitor killed a worker (host RAM)",
+        "The node's host memory passed Ray's threshold (RAY_memory_usage_threshold, 0.95 by default) and Ray killed "
+        "a worker to save the node: model loading, CPU offload or a large dataset in one process.",
+        "Give the run more host RAM or need less of it (fewer `data.dataloader_num_workers`, offload off, a smaller "
+        "rollout batch); to let the run use the memory anyway: `export RAY_memory_usage_threshold=0.99` before "
+        "`ray start` (`RAY_memory_monitor_refresh_ms=0` turns the monitor off; the kernel's OOM killer then decides).",
+        ("https://docs.ray.io/en/latest/ray-core/scheduling/ray-oom-prevention.html", GH + "verl-project/verl/issues/6741"),
+    ),
+    Family(
+        "ray_started_with_gpus", 21, "Ray was started with GPUs, so no NPU resource exists",
+        "`ray start --num-gpus=N` registers N `GPU` and no `NPU`: vLLM-Ascend and verl ask Ray for `NPU`, find none "
+        "on the node (`current_node_resource={... 'GPU': 8.0}`) and stop.",
+        "`ray stop` on every node, then `ray start --head --resources='{\"NPU\": 8}'` (workers: `ray start "
+        "--address=<head>:6379 --resources='{\"NPU\": 8}'`) without `--num-gpus`; `ray status` must list `NPU`.",
+        (GH + "vllm-project/vllm-ascend/issues/3114", GH + "vllm-project/vllm-ascend/issues/2879",
+         GH + "vllm-project/vllm-ascend/issues/8306"),
+    ),
+    Family(
+        "visible_devices_rewritten", 26, "Ray's ASCEND_RT_VISIBLE_DEVICES does not match what the launcher expects",
+        "Ray rewrites ASCEND_RT_VISIBLE_DEVICES for each actor to the NPUs it assigned, unless "
+        "RAY_EXPERIMENTAL_NOSET_ASCEND_RT_VISIBLE_DEVICES=1 was exported before `ray start`. A launcher that indexes "
+        "devices the other way then asks for a device the process cannot see (`Invalid device ID`, `Error setting "
+        "ASCEND_RT_VISIBLE_DEVICES: local range ...`) or puts tensors on npu:0 in every actor.",
+        "Choose one mode on every node and restart Ray: verl's Ray trainer lets Ray set the variable (unset "
+        "RAY_EXPERIMENTAL_NOSET_ASCEND_RT_VISIBLE_DEVICES, leave ASCEND_RT_VISIBLE_DEVICES unset); vLLM-Ascend's own "
+        "Ray executor wants `export RAY_EXPERIMENTAL_NOSET_ASCEND_RT_VISIBLE_DEVICES=1` with "
+        "`ASCEND_RT_VISIBLE_DEVICES=0,...,7` on every node before `ray start`.",
+        (GH + "vllm-project/vllm-ascend/issues/2879", GH + "verl-project/verl/pull/7507",
+         GH + "verl-project/verl-omni/pull/227", GH + "vllm-project/vllm-ascend/issues/168"),
+    ),
+)}
+
+RULES = (
+    Rule("host_oom_killed", ("running low on memory", "OutOfMemoryError: Task was killed"),
+         r"killed due to the node running low on memory|Task was killed due to the node"),
+    Rule("ray_started_with_gpus", ("has no NPU available",), r"has no NPU available\..*'GPU': ?[1-9]"),
+    Rule("ray_no_npu", ("has no NPU available",), r"has no NPU available\.(?!.*'GPU': ?[1-9])"),
+    Rule("visible_devices_rewritten", ("Error setting ASCEND_RT_VISIBLE_DEVICES",),
+         r"Error setting ASCEND_RT_VISIBLE_DEVICES"),
+    Rule("visible_devices_rewritten", ("Invalid device ID",), r"Invalid device ID"),
+    Rule("visible_devices_rewritten", ("Expects tensor to be on the compute device",),
+         r"Expects tensor to be on the compute device npu:\d+, was on npu:\d+"),
+)

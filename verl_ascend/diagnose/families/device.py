@@ -1,0 +1,107 @@
+"""Faults from torch_npu's troubleshooting cases (Ascend/pytorch docs/zh/troubleshooting) and vllm-ascend's FAQ:
+operators, tensors and devices, initialisation, the NPU environment."""
+
+from .model import GH, TORCH_NPU_DOCS, VERL_NPU_FAQ, VLLM_ASCEND_FAQ, Family, Rule
+
+FAMILIES = {f.id: f for f in (
+    Family(
+        "npu_not_visible", 17, "torch_npu sees no NPU in this process",
+        "torch_npu is installed but the process sees no device: ASCEND_RT_VISIBLE_DEVICES empty or naming devices "
+        "this node lacks, the driver not loaded, or the container started without /dev/davinci*.",
+        "`npu-smi info` on that node (driver and cards); `echo $ASCEND_RT_VISIBLE_DEVICES` in the shell that runs "
+        "`ray start`; with Ray set `export ASCEND_RT_VISIBLE_DEVICES=0,1,2,3,4,5,6,7` and "
+        "`export RAY_EXPERIMENTAL_NOSET_ASCEND_RT_VISIBLE_DEVICES=1` before `ray start`, or let Ray assign them "
+        "(both unset); in docker pass `--device /dev/davinci<N>` for each card.",
+        (VERL_NPU_FAQ,),
+    ),
+    Family(
+        "vllm_invalid_version", 19, "vllm-ascend cannot parse the vLLM version",
+        "An editable / development install of vLLM reports a version string vllm-ascend cannot compare "
+        "(`InvalidVersion`).",
+        "`export VLLM_VERSION=X.Y.Z` (the vLLM release the checkout corresponds to) in the shell that runs "
+        "`ray start` on every node, or install a released vLLM wheel.",
+        (VLLM_ASCEND_FAQ,),
+    ),
+    Family(
+        "op_binary_missing", 52, "No kernel binary for an operator (CANN kernels / ops package)",
+        "An aclnn operator found no compiled kernel for these input types (`Cannot find bin of op`, ERR01100): the "
+        "CANN kernels (ops) package matching the toolkit is not installed, or the dtype / format is not supported.",
+        "Install the CANN kernels / ops package of the same version as the toolkit for this chip "
+        "(`ls /usr/local/Ascend/ascend-toolkit/latest/opp/built-in/op_impl/ai_core/tbe/kernel`), source set_env.sh; "
+        "if it is installed, cast the input to a supported dtype (the operator and types are in the message).",
+        (TORCH_NPU_DOCS + "operator_called_error.md",),
+    ),
+    Family(
+        "acl_init_failed", 53, "NPU initialisation failed in torch_npu",
+        "torch_npu's device initialisation called into ACL and it failed (`AclSetCompileopt ... error code is "
+        "500001`, ERR00100): CANN toolkit, driver and torch_npu versions that do not fit, or a device in a bad state.",
+        "The plog of that process names the ACL error (`grep -h ERROR ~/ascend/log/debug/plog/plog-<pid>_*.log`); "
+        "compare `npu-smi info` (driver), CANN version and torch_npu version with `verl-ascend doctor`; "
+        "`npu-smi info -t health -i <card>`.",
+        (TORCH_NPU_DOCS + "initialization_error.md",),
+    ),
+    Family(
+        "mla_graph_heads", 54, "NPU graph mode with MLA needs 32/64/128 heads per KV head",
+        "vllm-ascend's graph mode with MLA attention supports numHeads / numKvHeads in {32, 64, 128} only; after the "
+        "tensor-parallel split this model has another ratio.",
+        "Run the rollout eagerly (`actor_rollout_ref.rollout.enforce_eager=True`) or choose "
+        "`actor_rollout_ref.rollout.tensor_model_parallel_size` so heads / kv heads per rank is 32, 64 or 128.",
+        (VLLM_ASCEND_FAQ,),
+    ),
+    Family(
+        "tensor_not_contiguous", 80, "A collective got a non-contiguous tensor",
+        "HCCL collectives need contiguous tensors (`Tensors must be contiguous`, ERR02002).",
+        "At the line of the traceback, pass `tensor.contiguous()` to the collective (a transposed / sliced view is "
+        "not contiguous).",
+        (TORCH_NPU_DOCS + "communication_operator_transfers_Non-contiguous_tensors.md",),
+    ),
+    Family(
+        "tensor_device_mismatch", 81, "Operator inputs on different devices",
+        "An operator got a CPU tensor and an NPU tensor (`Expected all tensors to be on the same device`, ERR01002).",
+        "At the line of the traceback, move both inputs to the NPU (`.npu()` / `.to(device)`); with custom code "
+        "loaded through `transfer_to_npu`, check tensors created on CPU by default.",
+        (TORCH_NPU_DOCS + "failed_verify_op_parameters.md",),
+    ),
+    Family(
+        "op_unsupported", 82, "Operator not supported on the NPU",
+        "The operator has no NPU implementation (ERR01007 `OPS feature not supported`; the warning before it names "
+        "it: `... is not currently supported on the NPU backend and will fall back to run on the CPU`), and the CPU "
+        "fallback failed.",
+        "Replace the call at the line of the traceback with a supported torch / torch_npu API (the op-plugin "
+        "custom-API list), or compute that step on CPU explicitly.",
+        (TORCH_NPU_DOCS + "unsupported_op_called.md",),
+    ),
+    Family(
+        "inplace_grad", 83, "A tensor needed for backward was modified in place",
+        "Autograd found a saved tensor at a newer version than it recorded: an in-place op (`x += ...`, `.add_()`) "
+        "changed it between forward and backward.",
+        "At the line of the traceback make the op out-of-place (`y = x + 2` instead of `x += 2`); "
+        "`torch.autograd.set_detect_anomaly(True)` names the forward op.",
+        (TORCH_NPU_DOCS + "variables_used_gradient_computation_modified_by_in-place_op.md",),
+    ),
+)}
+
+RULES = (
+    Rule("npu_not_visible", ("NPU device is not available",), r"torch_npu detected, but NPU device is not available"),
+    Rule("vllm_invalid_version", ("InvalidVersion",), r"\bInvalidVersion\b"),
+    Rule("op_binary_missing", ("Cannot find bin", "Cannot find binary"), r"Cannot find bin(?:ary)? (?:of|for) op"),
+    Rule("acl_init_failed", ("AclSetCompileopt",), r"AclSetCompileopt\(.*error code is \d+"),
+    Rule("mla_graph_heads", ("MLA only support",), r"numHeads / numKvHeads = \d+, MLA only support"),
+    Rule("tensor_not_contiguous", ("Tensors must be contiguous", "ERR02002"), r"Tensors must be contiguous|\bERR02002\b"),
+    Rule("tensor_device_mismatch", ("Expected all tensors to be on the same device", "ERR01002"),
+         r"Expected all tensors to be on the same device|\bERR01002\b"),
+    Rule("op_unsupported", ("ERR01007",), r"\bERR01007\b"),
+    Rule("inplace_grad", ("modified by an inplace operation",), r"modified by an inplace operation"),
+    # vllm-ascend FAQ 6: the NNAL / CANN environment missing in the vLLM process
+    Rule("cann_not_sourced", ("Failed to infer device type",), r"Failed to infer device type"),
+    Rule("cann_not_sourced", (".so: cannot",), r"lib(?:atb|atb_speed|lcal)\w*\.so[\w.]*: cannot open shared object"),
+)
+
+EXTRA_SOURCES = {  # more public pages for families of the first table
+    "cann_not_sourced": (VLLM_ASCEND_FAQ,),
+    "port_in_use": (TORCH_NPU_DOCS + "port_number_distributed_task_in_use.md",),
+    "hccl_exec_timeout": (TORCH_NPU_DOCS + "HCCL_timeout.md",),
+    "hccl_connect_timeout": (TORCH_NPU_DOCS + "communication_domain_link_establishment_timeout.md",),
+    "npu_oom": (VLLM_ASCEND_FAQ,),
+    "hccp_busy": (GH + "hiyouga/LlamaFactory/issues/3839",),
+}
