@@ -17,7 +17,7 @@ step "2. check the shipped 7B GRPO A2 recipe against the installed verl (no NPU 
 # every shipped recipe: for r in recipes/*_a2.sh; do verl-ascend check "$r"; done  (~20 s each on 2 cores)
 verl-ascend check "$recipe" || { rc=$?; [ "$rc" -le 1 ] || { echo "recipe $recipe has errors" >&2; exit "$rc"; }; }
 
-step "3. rehearse the 7B GRPO recipe: verl's real main_ppo on CPU, tiny model, 2 steps + save + resume"
+step "3. rehearse the 7B GRPO recipe as shipped: verl's real main_ppo and Megatron engine on CPU, tiny model, 2 steps + dist-ckpt save + resume"
 rm -rf "$out/rehearsal"  # this demo's own folder: a rehearsal refuses to start over an earlier one's checkpoints
 verl-ascend rehearse "$recipe" --out "$out/rehearsal"
 

@@ -77,6 +77,7 @@ python3 "${DAPO_ENTRY[@]}" \
     actor_rollout_ref.rollout.max_num_batched_tokens=8192 \
     actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu=8 \
     "${DAPO_REWARD_ARGS[@]}" \
+    "${BRIDGE_ARGS[@]}" \
     trainer.device=npu \
     trainer.critic_warmup=0 \
     trainer.logger='["console"]' \

@@ -96,6 +96,7 @@ python3 "${DAPO_ENTRY[@]}" \
     actor_rollout_ref.rollout.enable_chunked_prefill=True \
     actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu=4 \
     "${DAPO_REWARD_ARGS[@]}" \
+    "${BRIDGE_ARGS[@]}" \
     trainer.device=npu \
     trainer.critic_warmup=0 \
     trainer.logger='["console"]' \

@@ -64,6 +64,7 @@ python3 -m verl.trainer.main_ppo --config-path=config --config-name=ppo_megatron
     actor_rollout_ref.rollout.gpu_memory_utilization="$GPU_MEMORY_UTILIZATION" \
     actor_rollout_ref.rollout.max_num_batched_tokens=8192 \
     actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu=8 \
+    "${BRIDGE_ARGS[@]}" \
     trainer.device=npu \
     trainer.critic_warmup=0 \
     trainer.logger='["console"]' \

@@ -84,6 +84,7 @@ python3 -m verl.trainer.main_ppo --config-path=config --config-name=ppo_megatron
     actor_rollout_ref.rollout.max_num_batched_tokens=1024 \
     actor_rollout_ref.rollout.enable_chunked_prefill=True \
     actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu=4 \
+    "${BRIDGE_ARGS[@]}" \
     trainer.device=npu \
     trainer.critic_warmup=0 \
     trainer.logger='["console"]' \

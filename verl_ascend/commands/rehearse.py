@@ -13,20 +13,24 @@ def register(sub) -> None:
         "rehearse",
         help="run a recipe's real main_ppo training loop, tiny, on this machine's CPU",
         description="Reads RECIPE.sh the way `check` does (in a sandbox; none of its commands run here), then runs "
-        "its `python -m verl.trainer.main_ppo` for real on CPU: driver, Ray, FSDP2 workers over gloo, rollout, "
+        "its trainer (verl's main_ppo; DAPO's main_dapo from a verl tree given with --env VERL_SRC=...) for real "
+        "on CPU: driver, Ray, the recipe's engine over gloo (verl's Megatron engine, its TP/PP scaled to the "
+        "ranks and its dist-checkpoint initial weights converted from the tiny model; or FSDP2), rollout, "
         "reward, update, checkpoint, and a resume from that checkpoint. Only what a CPU cannot do is scaled down "
-        "(model -> tiny random model of the same family, engine -> FSDP2, rollout -> transformers generate, "
-        "sizes, devices, data -> the recipe's parquet truncated or the bundled gsm8k sample); every change is "
-        "listed in DIR/changes.txt. Algorithm, advantage estimator, KL, reward and trainer path stay the "
+        "(model -> tiny random model of the same family, rollout -> transformers generate, sizes, devices, "
+        "data -> the recipe's parquet truncated or the bundled gsm8k sample; the recipe's reward gets a small "
+        "term that varies inside each group so GRPO/DAPO have advantages); every change is listed in "
+        "DIR/changes.txt. Algorithm, advantage estimator, KL, reward function and trainer path stay the "
         "recipe's. Needs verl 0.9.x. Exit 0 ok, 1 the run failed (the error is named), 2 bad input or an "
         "unsupported verl.",
     )
-    p.add_argument("recipe", metavar="RECIPE.sh", help="launch script calling python -m verl.trainer.main_ppo")
+    p.add_argument("recipe", metavar="RECIPE.sh", help="launch script calling python -m verl.trainer.main_ppo (or recipe.dapo.main_dapo)")
     p.add_argument("--override", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                    help="extra Hydra override appended to the recipe's, as its \"$@\" would be; repeatable "
                    "(e.g. --override reward.custom_reward_function.path=my_reward.py)")
     p.add_argument("--steps", type=positive_int, default=2, help="training steps before the checkpoint (default 2)")
-    p.add_argument("--nproc", type=int, choices=(1, 2), default=2, help="CPU training ranks (default 2)")
+    p.add_argument("--nproc", type=int, choices=(1, 2, 4), default=2,
+                   help="CPU training ranks (default 2; a Megatron recipe keeps TP first, then PP: 4 ranks keep TP2 PP2)")
     p.add_argument("--out", metavar="DIR", help="output folder (default ./rehearse-<recipe name>)")
     p.add_argument("--keep-model", action="store_true", help="keep the tiny model in DIR/model")
     p.add_argument("--env", action="append", default=[], metavar="NAME=VALUE",

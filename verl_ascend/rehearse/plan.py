@@ -37,7 +37,12 @@ COMMON = (
     (r"reward\.num_workers|transfer_queue\.backend\.SimpleStorage\.num_data_storage_units", "sizes shrink"),
     (r"actor_rollout_ref\.actor\.optim\.lr", "learning rate -> the rehearsal's"),
     (r"reward\.custom_reward_function\.(path|name)", "reward -> the recipe's, plus the rehearsal's varying term"),
+    (r"(reward\.reward_kwargs\.max_resp_len|reward\.reward_kwargs\.overlong_buffer_cfg\.len|"
+     r"reward_model\.overlong_buffer\.len)", "overlong shaping scaled to the rehearsal's response length"),
 )
+# DAPO's overlong reward shaping, scaled to the rehearsal's responses: (key, share of the response length)
+OVERLONG = {"reward.reward_kwargs.max_resp_len": 1.0, "reward.reward_kwargs.overlong_buffer_cfg.len": 0.25,
+            "reward_model.overlong_buffer.len": 0.25}
 FSDP_ONLY = (
     (r".*\.megatron\..*", "engine -> FSDP2: Megatron settings dropped"),
     (r"actor_rollout_ref\.(actor|ref|critic)\.strategy|critic\.strategy", "engine -> FSDP2"),
@@ -209,6 +214,9 @@ def build(config_name: str, recipe_overrides: list, *, model_dir: str, train_fil
         f"++ray_kwargs.ray_init._temp_dir={ray_tmp}",
         "++ray_kwargs.ray_init.include_dashboard=False",  # ~12 processes nobody looks at here
     ]
+    for key, share in OVERLONG.items():
+        if value_of(recipe_overrides, key) is not None:  # not in verl's config: added by the recipe, hence ++
+            ours.append(f"++{key}={max(1, int(response_length * share))}")
     if value_of(recipe_overrides, "data.gen_batch_size") is not None:
         ours.append(f"data.gen_batch_size={batch}")
     if reward_file:

@@ -1,0 +1,158 @@
+"""What a rehearsal costs on each engine: the same shipped recipe rehearsed on Megatron and on FSDP2, one run.
+
+The Megatron rehearsal is the shipped recipe as it is (``ppo_megatron_trainer``: verl's Megatron
+engine, the converter's dist checkpoint as initial weights, the ``rehearse_mcore_*`` fixes). The
+FSDP rehearsal is a copy of the same recipe naming ``ppo_trainer`` (the rehearsal then drops the
+``*.megatron.*`` keys and runs FSDP2). Both run ``--steps 1`` (train 1 step, save, resume 1 step) on
+the same ranks, one after the other, in this run.
+
+Measured per rehearsal: CPU-seconds of every process of the ``rehearse`` command's tree (utime +
+stime from ``/proc/<pid>/stat``, sampled every 0.5 s, the last sample of each process kept: a
+process's last < 0.5 s are missed), peak summed PSS (``/proc/<pid>/smaps_rollup``, every 2 s),
+wall seconds, and each step's ``timing_s/step`` and ``timing_s/save_checkpoint`` from the
+console logs. Printed: both rows and the Megatron/FSDP ratios. Wall time depends on what else the
+host runs; the CPU-seconds ratio is the comparison.
+
+    python bench/rehearse_engines.py [--nproc 2] [--recipe recipes/grpo_qwen2_5_7b_a2.sh] [--out DIR]
+"""
+
+import argparse
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+TICK = os.sysconf("SC_CLK_TCK")
+
+
+def _children() -> dict:
+    parents = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        fields = stat[stat.rindex(")") + 2:].split()
+        parents.setdefault(int(fields[1]), []).append((int(entry.name), int(fields[11]) + int(fields[12])))
+    return parents
+
+
+def _tree(root: int) -> dict:
+    """pid -> cpu ticks of root and every descendant."""
+    parents, out, todo = _children(), {}, [root]
+    while todo:
+        pid = todo.pop()
+        for child, ticks in parents.get(pid, ()):
+            out[child] = ticks
+            todo.append(child)
+    return out
+
+
+def _pss(pids) -> int:
+    total = 0
+    for pid in pids:
+        try:
+            for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+                if line.startswith("Pss:"):
+                    total += int(line.split()[1]) * 1024
+        except OSError:
+            continue
+    return total
+
+
+def measure(argv, log: Path) -> dict:
+    started = time.time()
+    with open(log, "w") as out:
+        proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+    ticks, peak, stop = {}, [0], threading.Event()
+
+    def sample():
+        n = 0
+        while not stop.is_set():
+            seen = _tree(proc.pid)
+            for pid, value in seen.items():
+                ticks[pid] = max(ticks.get(pid, 0), value)
+            if n % 4 == 0:
+                peak[0] = max(peak[0], _pss(seen))
+            n += 1
+            stop.wait(0.5)
+
+    thread = threading.Thread(target=sample, daemon=True)
+    thread.start()
+    code = proc.wait()
+    stop.set()
+    thread.join()
+    import resource
+
+    own = resource.getrusage(resource.RUSAGE_CHILDREN)  # the rehearse process itself (waited for)
+    return {"exit": code, "wall_s": time.time() - started, "cpu_s": sum(ticks.values()) / TICK + own.ru_utime
+            + own.ru_stime, "peak_pss_gib": peak[0] / 2**30}
+
+
+def steps(out: Path) -> dict:
+    found = {}
+    for name in ("console.log", "console_resume.log"):
+        path = out / name
+        if not path.is_file():
+            continue
+        for line in path.read_text(errors="replace").splitlines():
+            match = re.search(r"step:(\d+) - (.*)", line)
+            if match:
+                metrics = dict(re.findall(r"([\w/@.\-]+):([-+0-9.eE]+)", match.group(2)))
+                found[int(match.group(1))] = {k: float(v) for k, v in metrics.items()}
+    return found
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--recipe", default=str(ROOT / "recipes" / "grpo_qwen2_5_7b_a2.sh"))
+    parser.add_argument("--nproc", type=int, default=2)
+    parser.add_argument("--out", default=None, help="folder for both rehearsals (default: a temporary one)")
+    args = parser.parse_args(argv)
+    work = Path(args.out or tempfile.mkdtemp(prefix="va-bench-rh-"))
+    work.mkdir(parents=True, exist_ok=True)
+    recipe = Path(args.recipe).resolve()
+    fsdp_recipe = recipe.parent / f".bench_fsdp_{recipe.name}"  # beside it: the recipe sources its neighbours
+    text = recipe.read_text()
+    if "ppo_megatron_trainer" not in text:
+        print(f"{recipe} does not name ppo_megatron_trainer: nothing to compare", file=sys.stderr)
+        return 2
+    fsdp_recipe.write_text(text.replace("ppo_megatron_trainer", "ppo_trainer"))
+    rows = {}
+    try:
+        for engine, path in (("megatron", recipe), ("fsdp", fsdp_recipe)):
+            out = work / engine
+            cmd = [sys.executable, "-m", "verl_ascend", "rehearse", str(path), "--steps", "1", "--nproc",
+                   str(args.nproc), "--out", str(out)]
+            print(f"== {engine}: {' '.join(cmd[2:])}", flush=True)
+            row = measure(cmd, work / f"{engine}.log")
+            row["steps"] = steps(out)
+            rows[engine] = row
+            print(f"   exit {row['exit']}, {row['wall_s']:.0f} s wall, {row['cpu_s']:.0f} CPU-s, peak PSS "
+                  f"{row['peak_pss_gib']:.2f} GiB", flush=True)
+    finally:
+        fsdp_recipe.unlink(missing_ok=True)
+    print(f"\n{'engine':9} {'exit':>4} {'wall s':>7} {'CPU-s':>7} {'PSS GiB':>8}  step s (train/resume)  save s")
+    for engine, row in rows.items():
+        st = row["steps"]
+        step_s = "/".join(f"{st[k].get('timing_s/step', float('nan')):.1f}" for k in sorted(st)) or "-"
+        save_s = "/".join(f"{st[k].get('timing_s/save_checkpoint', float('nan')):.2f}" for k in sorted(st)) or "-"
+        print(f"{engine:9} {row['exit']:>4} {row['wall_s']:>7.0f} {row['cpu_s']:>7.0f} {row['peak_pss_gib']:>8.2f}  "
+              f"{step_s:>21}  {save_s}")
+    if len(rows) == 2 and rows["fsdp"]["cpu_s"]:
+        m, f = rows["megatron"], rows["fsdp"]
+        print(f"\nMegatron / FSDP: CPU-s {m['cpu_s'] / f['cpu_s']:.2f}x, peak PSS "
+              f"{m['peak_pss_gib'] / max(f['peak_pss_gib'], 1e-9):.2f}x, wall {m['wall_s'] / f['wall_s']:.2f}x")
+    print(f"outputs in {work}")
+    return 0 if all(r["exit"] == 0 for r in rows.values()) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
