@@ -1,63 +1,26 @@
-"""`verl-ascend rehearse`: a shipped GRPO recipe's real main_ppo loop on CPU, its resume, a planted fault.
+"""`verl-ascend rehearse`: a shipped Megatron GRPO recipe's real main_ppo loop on CPU, saved and resumed.
 
-The rehearsal runs verl's own `python -m verl.trainer.main_ppo` (driver, Ray, FSDP2 workers over
-gloo, agent loop, hf rollout server, reward loop, update, checkpoint, resume). Trainer path: the
-recipe's, i.e. verl 0.9.1's default `trainer.use_v1=True` (TransferQueue). Cost: one rehearsal, i.e.
-two main_ppo runs (train 1 step + resume 1 step, 2 ranks; ~380 CPU-seconds, ~4 min on 2 idle cores, ~5 GB), plus
-one main_ppo that fails in its TaskRunner before any worker starts (planted data fault, ~80 s).
+The rehearsal runs verl's own `python -m verl.trainer.main_ppo` (driver, Ray, verl's Megatron engine
+at the recipe's TP2 over gloo from the converter's dist checkpoint, agent loop, hf rollout server,
+reward loop, update, Megatron dist checkpoint, resume). Trainer path: the recipe's, i.e. verl 0.9.1's
+default `trainer.use_v1=True` (TransferQueue). Cost: two main_ppo runs (train 1 step + resume 1 step,
+2 ranks; ~330 s on 2 shared cores, ~5 GB). DAPO and the planted faults have files of their own
+(test_rehearse_dapo.py, test_rehearse_faults.py) so the two pytest workers share them.
 On a verl without a platform registry (0.6.1) only the refusal runs; which side runs is decided by
 reading the installed verl's sources, and the detection itself is asserted on both.
 """
 
-import contextlib
 import json
-import os
 import re
-import signal
-import subprocess
-import sys
 import tempfile
-from importlib.metadata import version
 from pathlib import Path
 
 import pytest
-from subproc import clean_env, processes_naming, run_cli, run_python
+from rehearsal_helpers import SUPPORTED, VERL, assert_nothing_left, needs_09, rehearse, steps
+from subproc import clean_env, run_cli, run_python
 
 ROOT = Path(__file__).resolve().parents[2]
 RECIPE = ROOT / "recipes" / "grpo_qwen2_5_7b_a2.sh"
-VERL = version("verl")
-SUPPORTED = not VERL.startswith(("0.6.", "0.7.", "0.8."))  # what the sources say is asserted below
-needs_09 = pytest.mark.skipif(not SUPPORTED, reason=f"verl {VERL} has no platform registry: the refusal test runs")
-RUN_TIMEOUT = 1500  # hard limit of one `rehearse` call; each main_ppo in it is ended after MAIN_PPO_TIMEOUT
-MAIN_PPO_TIMEOUT = 600
-# A reward that varies inside a GRPO group (the gsm8k rule gives a random model 0 everywhere,
-# hence zero advantages and a zero gradient).
-REWARD = '''
-def compute_score(data_source, solution_str, ground_truth, extra_info=None, **kwargs):
-    return (sum(map(ord, solution_str)) % 5) / 4.0
-'''
-
-
-def _rehearse(out: Path, *extra, timeout=RUN_TIMEOUT):
-    return subprocess.run([sys.executable, "-m", "verl_ascend", "rehearse", str(RECIPE), "--out", str(out),
-                           "--timeout", str(MAIN_PPO_TIMEOUT), *extra],
-                          env=clean_env(), cwd=str(out.parent), capture_output=True, text=True, timeout=timeout)
-
-
-def _steps(log: Path) -> dict:
-    steps = {}
-    for line in log.read_text(errors="replace").splitlines():
-        match = re.search(r"step:(\d+) - (.*)", line)
-        if match:
-            metrics = dict(re.findall(r"([\w/@.\-]+):([-+0-9.eE]+|nan|inf)", match.group(2)))
-            steps[int(match.group(1))] = {k: float(v) for k, v in metrics.items()}
-    return steps
-
-
-def _ray_folder(stdout: str) -> str:
-    match = re.search(r"Ray in (\S+)", stdout)
-    assert match, stdout[-2000:]
-    return match.group(1)
 
 
 def test_feature_detection_matches_the_installed_verl():
@@ -126,36 +89,12 @@ def test_rehearsal_fixes_are_inert_outside_and_act_inside_a_rehearsal():
     assert all(state == "applied" for state, _ in inside["states"].values()), inside["states"]
 
 
-def _namespaces(stdout: str) -> list:
-    return re.findall(r"main_ppo ran in PID namespace (pid:\[\d+\])", stdout)
-
-
-def _alive_in(namespace: str) -> list:
-    """Processes still in that PID namespace (Ray renames its workers, so command lines cannot tell)."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        try:
-            if entry.name.isdigit() and os.readlink(entry / "ns" / "pid") == namespace:
-                found.append((entry.name, (entry / "cmdline").read_bytes()[:120]))
-        except OSError:
-            continue
-    return found
-
-
-def _assert_nothing_left(proc, out: Path):
-    spaces = _namespaces(proc.stdout)
-    assert spaces, proc.stdout[-2000:]  # every main_ppo ran in a PID namespace of its own
-    for space in spaces:
-        assert _alive_in(space) == [], space
-    assert processes_naming(_ray_folder(proc.stdout), str(out)) == []
-
-
 @needs_09
 def test_rehearsal_of_a_shipped_megatron_grpo_recipe_trains_saves_and_resumes_on_megatron():
     with tempfile.TemporaryDirectory(prefix="va-rh-test-") as tmp:
         tmp = Path(tmp)
         out = tmp / "out"
-        proc = _rehearse(out, "--nproc", "2", "--steps", "1")
+        proc = rehearse(out, "--nproc", "2", "--steps", "1")
         assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
         changes = (out / "changes.txt").read_text()
         assert "trainer.use_v1=True" in changes  # the recipe's (verl's default) trainer path
@@ -166,7 +105,7 @@ def test_rehearsal_of_a_shipped_megatron_grpo_recipe_trains_saves_and_resumes_on
                          "reward: the recipe's (verl's default_compute_score", "learning rate -> 1e-3",
                          "kept: algorithm.adv_estimator=grpo", "kept: actor_rollout_ref.actor.kl_loss_type=low_var_kl"):
             assert expected in changes, (expected, changes)
-        train, resumed = _steps(out / "console.log"), _steps(out / "console_resume.log")
+        train, resumed = steps(out / "console.log"), steps(out / "console_resume.log")
         assert sorted(train) == [1] and sorted(resumed) == [2], (train.keys(), resumed.keys())
         log, resume_log = (out / "console.log").read_text(errors="replace"), (out / "console_resume.log").read_text()
         assert "Resuming from" in resume_log or "Load from checkpoint" in resume_log, resume_log[-2000:]
@@ -194,7 +133,7 @@ def test_rehearsal_of_a_shipped_megatron_grpo_recipe_trains_saves_and_resumes_on
                             r"AgentLoopManagerTQ\.generate_sequences: rollout_order not applicable on this path", log)
         assert verdict, log[-3000:]
         assert (out / "logs.png").stat().st_size > 0 and "parsed 2 step(s)" in (out / "logs_table.txt").read_text()
-        _assert_nothing_left(proc, out)
+        assert_nothing_left(proc, out)
         # the checkpoint the loop wrote passes `ckpt check`; one truncated model shard is named
         ok = run_cli("ckpt", "check", str(out / "checkpoints"), timeout=300)
         assert ok.returncode == 0, ok.stdout + ok.stderr
@@ -203,130 +142,6 @@ def test_rehearsal_of_a_shipped_megatron_grpo_recipe_trains_saves_and_resumes_on
             fh.truncate(max(1, shard.stat().st_size // 2))
         bad = run_cli("ckpt", "check", str(out / "checkpoints"), timeout=300)
         assert bad.returncode != 0 and shard.name in bad.stdout + bad.stderr, bad.stdout + bad.stderr
-
-
-@needs_09
-def test_a_data_file_missing_a_column_fails_the_rehearsal_naming_it_and_leaves_nothing_running():
-    # The planted fault `check` cannot see: the recipe's own data files (its DATA_DIR) lack the prompt
-    # column. verl's dataset in the TaskRunner raises before any worker starts, the cheapest fault in the loop.
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    with tempfile.TemporaryDirectory(prefix="va-rh-test-") as tmp:
-        tmp = Path(tmp)
-        data = tmp / "data"
-        data.mkdir()
-        table = pa.table({"data_source": ["openai/gsm8k"] * 8, "question": [f"{i} + {i}?" for i in range(8)],
-                          "reward_model": [{"style": "rule", "ground_truth": str(2 * i)} for i in range(8)]})
-        for name in ("train", "test"):
-            pq.write_table(table, data / f"{name}.parquet")
-        out = tmp / "out"
-        proc = _rehearse(out, "--nproc", "1", "--steps", "1", "--env", f"DATA_DIR={data}")
-        assert proc.returncode == 1, proc.stdout[-3000:] + proc.stderr[-3000:]
-        assert f"data: the recipe's {data / 'train.parquet'}" in (out / "changes.txt").read_text()
-        assert "KeyError: 'prompt'" in proc.stderr, proc.stderr[-3000:]
-        assert not list((out / "checkpoints").glob("global_step_*"))
-        assert processes_naming(_ray_folder(proc.stdout), str(out)) == []
-
-
-RAISING_REWARD = '''
-def compute_score(data_source, solution_str, ground_truth, extra_info=None, **kwargs):
-    raise ValueError("planted reward fault: the recipe's reward function raises")
-'''
-DAPO_RECIPE = ROOT / "recipes" / "dapo_qwen2_5_7b_a2.sh"
-
-
-def _drop_one_tensor(dist_ckpt: Path) -> str:
-    """Remove one weight from a Megatron dist checkpoint's index (what a half-finished copy leaves)."""
-    import pickle
-
-    meta = dist_ckpt / ".metadata"
-    metadata = pickle.loads(meta.read_bytes())
-    victim = sorted(k for k in metadata.state_dict_metadata if "linear_fc2.weight" in k)[0]
-    del metadata.state_dict_metadata[victim]
-    meta.write_bytes(pickle.dumps(metadata))
-    return victim
-
-
-@contextlib.contextmanager
-def _cpu_load():
-    """One busy process beside the run (CI runs under load); its group is ended on exit."""
-    burner = subprocess.Popen([sys.executable, "-c", "while True: pass"], start_new_session=True)
-    try:
-        yield
-    finally:
-        os.killpg(burner.pid, signal.SIGKILL)
-        burner.wait()
-
-
-@needs_09
-def test_faults_planted_in_the_megatron_path_are_named_and_leave_nothing_running():
-    with tempfile.TemporaryDirectory(prefix="va-rh-test-") as tmp, _cpu_load():
-        tmp = Path(tmp)
-        (tmp / "raising_reward.py").write_text(RAISING_REWARD)
-        out = tmp / "reward_fault"
-        proc = _rehearse(out, "--nproc", "1", "--steps", "1", "--keep-model",
-                         "--override", f"reward.custom_reward_function.path={tmp / 'raising_reward.py'}")
-        assert proc.returncode == 1, proc.stdout[-3000:] + proc.stderr[-3000:]
-        assert "ValueError: planted reward fault" in proc.stderr, proc.stderr[-3000:]
-        assert not list((out / "checkpoints").glob("global_step_*"))
-        _assert_nothing_left(proc, out)
-        # a converted checkpoint missing one tensor, given as the recipe's initial weights
-        damaged = tmp / "damaged_mcore"
-        conv = run_cli("convert", "--hf_model_path", str(out / "model"), "--output_path", str(damaged), timeout=600)
-        assert conv.returncode == 0, conv.stderr[-2000:]
-        victim = _drop_one_tensor(damaged)
-        out2 = tmp / "ckpt_fault"
-        proc = _rehearse(out2, "--nproc", "1", "--steps", "1",
-                         "--override", f"actor_rollout_ref.actor.megatron.dist_checkpointing_path={damaged}",
-                         "--override", f"actor_rollout_ref.ref.megatron.dist_checkpointing_path={damaged}")
-        assert proc.returncode == 1, proc.stdout[-3000:] + proc.stderr[-3000:]
-        assert victim in proc.stderr, (victim, proc.stderr[-3000:])
-        _assert_nothing_left(proc, out2)
-
-
-@needs_09
-def test_rehearsal_of_the_shipped_dapo_recipe_without_a_verl_tree_filters_groups_and_resumes():
-    with tempfile.TemporaryDirectory(prefix="va-rh-test-") as tmp:
-        tmp = Path(tmp)
-        out = tmp / "out"
-        proc = subprocess.run([sys.executable, "-m", "verl_ascend", "rehearse", str(DAPO_RECIPE), "--out", str(out),
-                               "--timeout", str(MAIN_PPO_TIMEOUT), "--nproc", "2", "--steps", "1",
-                               "--env", f"VERL_SRC={tmp / 'no-verl-tree'}"],
-                              env=clean_env(), cwd=str(tmp), capture_output=True, text=True, timeout=RUN_TIMEOUT)
-        assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
-        changes = (out / "changes.txt").read_text()
-        assert "(verl.trainer.main_ppo," in changes and "verl's Megatron engine" in changes, changes
-        for kept in ("algorithm.filter_groups.enable=True", "algorithm.filter_groups.metric=acc",
-                     "reward.reward_manager.name=dapo", "+reward.reward_kwargs.overlong_buffer_cfg.enable=True",
-                     "actor_rollout_ref.actor.clip_ratio_high=0.28", "actor_rollout_ref.actor.loss_agg_mode=token-mean"):
-            assert f"kept: {kept}" in changes, (kept, changes)
-        train, resumed = _steps(out / "console.log"), _steps(out / "console_resume.log")
-        assert sorted(train) == [1] and sorted(resumed) == [2], (train.keys(), resumed.keys())
-        for step, metrics in {**train, **resumed}.items():
-            assert any("filter_groups" in key for key in metrics), (step, sorted(metrics))  # DAPO's dynamic sampling
-            assert metrics["actor/grad_norm"] > 0, (step, metrics)
-        assert sorted(p.name for p in (out / "checkpoints").glob("global_step_*")) == ["global_step_1", "global_step_2"]
-        _assert_nothing_left(proc, out)
-
-
-def test_dapo_through_main_dapo_needs_a_verl_tree_that_ci_does_not_have():
-    # With VERL_SRC naming a verl checkout with recipe/dapo/main_dapo.py (verl-recipe), rehearse runs main_dapo
-    # there; that was tried by hand (docs/rehearse.md). CI has no such tree, so what runs here is the refusal
-    # of a tree without it, naming the fix: a silent skip would hide that this path is not exercised.
-    with tempfile.TemporaryDirectory(prefix="va-rh-test-") as tmp:
-        fake_tree = Path(tmp) / "verl"
-        (fake_tree / "recipe" / "dapo").mkdir(parents=True)
-        (fake_tree / "recipe" / "dapo" / "main_dapo.py").write_text("")
-        proc = run_cli("rehearse", str(DAPO_RECIPE), "--out", str(Path(tmp) / "out"), "--env", f"VERL_SRC={fake_tree}",
-                       "--env", "DAPO_LAYOUT=reward", timeout=300)
-        if SUPPORTED:
-            # the recipe chose main_dapo from that tree (read in the sandbox); main_dapo itself is empty here, so
-            # the run fails in main_ppo's place, after the plan: the recipe's choice is what is asserted
-            assert "recipe.dapo.main_dapo" in (Path(tmp) / "out" / "changes.txt").read_text()
-            assert proc.returncode == 1, proc.stderr[-2000:]
-        else:
-            assert proc.returncode == 2 and "platform registry" in proc.stderr, proc.stderr
 
 
 @pytest.mark.verl_agnostic

@@ -1,0 +1,81 @@
+"""`verl-ascend rehearse` when the Megatron path fails: the error named, nothing of the run left alive, under load.
+
+Two planted faults (1 rank, ~2 partial main_ppo runs): the recipe's reward function raises at the first
+reward; a converted dist checkpoint missing one tensor is given as the initial weights. A third, the
+recipe's data file without the prompt column, fails in the TaskRunner before any worker starts.
+"""
+
+import pickle
+import tempfile
+from pathlib import Path
+
+from rehearsal_helpers import assert_nothing_left, cpu_load, needs_09, rehearse
+from subproc import run_cli
+
+RAISING_REWARD = '''
+def compute_score(data_source, solution_str, ground_truth, extra_info=None, **kwargs):
+    raise ValueError("planted reward fault: the recipe's reward function raises")
+'''
+
+
+def _drop_one_tensor(dist_ckpt: Path) -> str:
+    """Remove one weight from a Megatron dist checkpoint's index (what a half-finished copy leaves)."""
+    meta = dist_ckpt / ".metadata"
+    metadata = pickle.loads(meta.read_bytes())
+    victim = sorted(k for k in metadata.state_dict_metadata if "linear_fc2.weight" in k)[0]
+    del metadata.state_dict_metadata[victim]
+    meta.write_bytes(pickle.dumps(metadata))
+    return victim
+
+
+@needs_09
+def test_faults_planted_in_the_megatron_path_are_named_and_leave_nothing_running():
+    with tempfile.TemporaryDirectory(prefix="va-rh-test-") as tmp, cpu_load():
+        tmp = Path(tmp)
+        (tmp / "raising_reward.py").write_text(RAISING_REWARD)
+        out = tmp / "reward_fault"
+        proc = rehearse(out, "--nproc", "1", "--steps", "1", "--keep-model",
+                         "--override", f"reward.custom_reward_function.path={tmp / 'raising_reward.py'}")
+        assert proc.returncode == 1, proc.stdout[-3000:] + proc.stderr[-3000:]
+        assert "ValueError: planted reward fault" in proc.stderr, proc.stderr[-3000:]
+        assert not list((out / "checkpoints").glob("global_step_*"))
+        assert_nothing_left(proc, out)
+        # a converted checkpoint missing one tensor, given as the recipe's initial weights
+        damaged = tmp / "damaged_mcore"
+        conv = run_cli("convert", "--hf_model_path", str(out / "model"), "--output_path", str(damaged), timeout=600)
+        assert conv.returncode == 0, conv.stderr[-2000:]
+        victim = _drop_one_tensor(damaged)
+        out2 = tmp / "ckpt_fault"
+        proc = rehearse(out2, "--nproc", "1", "--steps", "1",
+                         "--override", f"actor_rollout_ref.actor.megatron.dist_checkpointing_path={damaged}",
+                         "--override", f"actor_rollout_ref.ref.megatron.dist_checkpointing_path={damaged}")
+        assert proc.returncode == 1, proc.stdout[-3000:] + proc.stderr[-3000:]
+        assert victim in proc.stderr, (victim, proc.stderr[-3000:])
+        assert_nothing_left(proc, out2)
+
+
+
+@needs_09
+def test_a_data_file_missing_a_column_fails_the_rehearsal_naming_it_and_leaves_nothing_running():
+    # The planted fault `check` cannot see: the recipe's own data files (its DATA_DIR) lack the prompt
+    # column. verl's dataset in the TaskRunner raises before any worker starts, the cheapest fault in the loop.
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    with tempfile.TemporaryDirectory(prefix="va-rh-test-") as tmp:
+        tmp = Path(tmp)
+        data = tmp / "data"
+        data.mkdir()
+        table = pa.table({"data_source": ["openai/gsm8k"] * 8, "question": [f"{i} + {i}?" for i in range(8)],
+                          "reward_model": [{"style": "rule", "ground_truth": str(2 * i)} for i in range(8)]})
+        for name in ("train", "test"):
+            pq.write_table(table, data / f"{name}.parquet")
+        out = tmp / "out"
+        proc = rehearse(out, "--nproc", "1", "--steps", "1", "--env", f"DATA_DIR={data}")
+        assert proc.returncode == 1, proc.stdout[-3000:] + proc.stderr[-3000:]
+        assert f"data: the recipe's {data / 'train.parquet'}" in (out / "changes.txt").read_text()
+        assert "KeyError: 'prompt'" in proc.stderr, proc.stderr[-3000:]
+        assert not list((out / "checkpoints").glob("global_step_*"))
+        assert_nothing_left(proc, out)
+
+

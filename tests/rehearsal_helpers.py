@@ -1,0 +1,79 @@
+"""What the rehearsal tests share: running `verl-ascend rehearse`, reading its logs, proving nothing is left."""
+
+import contextlib
+import os
+import re
+import signal
+import subprocess
+import sys
+from importlib.metadata import version
+from pathlib import Path
+
+import pytest
+from subproc import clean_env, processes_naming
+
+ROOT = Path(__file__).resolve().parents[1]
+RECIPE = ROOT / "recipes" / "grpo_qwen2_5_7b_a2.sh"
+DAPO_RECIPE = ROOT / "recipes" / "dapo_qwen2_5_7b_a2.sh"
+VERL = version("verl")
+SUPPORTED = not VERL.startswith(("0.6.", "0.7.", "0.8."))  # test_rehearse asserts the sources say the same
+needs_09 = pytest.mark.skipif(not SUPPORTED, reason=f"verl {VERL} has no platform registry: the refusal test runs")
+RUN_TIMEOUT = 1500  # hard limit of one `rehearse` call; each main_ppo in it is ended after MAIN_PPO_TIMEOUT
+MAIN_PPO_TIMEOUT = 600
+
+
+def rehearse(out: Path, *extra, recipe=RECIPE, timeout=RUN_TIMEOUT):
+    return subprocess.run([sys.executable, "-m", "verl_ascend", "rehearse", str(recipe), "--out", str(out),
+                           "--timeout", str(MAIN_PPO_TIMEOUT), *extra],
+                          env=clean_env(), cwd=str(out.parent), capture_output=True, text=True, timeout=timeout)
+
+
+def steps(log: Path) -> dict:
+    found = {}
+    for line in log.read_text(errors="replace").splitlines():
+        match = re.search(r"step:(\d+) - (.*)", line)
+        if match:
+            metrics = dict(re.findall(r"([\w/@.\-]+):([-+0-9.eE]+|nan|inf)", match.group(2)))
+            found[int(match.group(1))] = {k: float(v) for k, v in metrics.items()}
+    return found
+
+
+def ray_folder(stdout: str) -> str:
+    match = re.search(r"Ray in (\S+)", stdout)
+    assert match, stdout[-2000:]
+    return match.group(1)
+
+
+def namespaces(stdout: str) -> list:
+    return re.findall(r"main_ppo ran in PID namespace (pid:\[\d+\])", stdout)
+
+
+def alive_in(namespace: str) -> list:
+    """Processes still in that PID namespace (Ray renames its workers, so command lines cannot tell)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and os.readlink(entry / "ns" / "pid") == namespace:
+                found.append((entry.name, (entry / "cmdline").read_bytes()[:120]))
+        except OSError:
+            continue
+    return found
+
+
+def assert_nothing_left(proc, out: Path):
+    spaces = namespaces(proc.stdout)
+    assert spaces, proc.stdout[-2000:]  # every main_ppo ran in a PID namespace of its own
+    for space in spaces:
+        assert alive_in(space) == [], space
+    assert processes_naming(ray_folder(proc.stdout), str(out)) == []
+
+
+@contextlib.contextmanager
+def cpu_load():
+    """One busy process beside the run (CI runs under load); its group is ended on exit."""
+    burner = subprocess.Popen([sys.executable, "-c", "while True: pass"], start_new_session=True)
+    try:
+        yield
+    finally:
+        os.killpg(burner.pid, signal.SIGKILL)
+        burner.wait()
