@@ -30,6 +30,17 @@ def _import_targets(names) -> dict:
     return errors
 
 
+def _outside_rehearsal(row: dict) -> dict:
+    """A rehearsal-only record's targets not imported here read not applicable, not 'pending'."""
+    if not row["name"].startswith("rehearse_") or settings.get("VERL_ASCEND_REHEARSE"):
+        return row
+    why = "not a rehearsal process (VERL_ASCEND_REHEARSE unset): acts only inside `verl-ascend rehearse`"
+    targets = [dict(t, state=registry.NOT_APPLICABLE, detail=why) if t.get("state") == registry.PENDING else t
+               for t in row.get("targets", [])]
+    state = registry.NOT_APPLICABLE if all(t["state"] == registry.NOT_APPLICABLE for t in targets) else row["state"]
+    return dict(row, state=state, targets=targets)
+
+
 def _device_answer() -> dict:
     try:
         from verl.utils.device import get_device_name, get_nccl_backend
@@ -63,7 +74,7 @@ def collect(import_targets: bool = True, only=()) -> dict:
         "torch_import_error": torch_error or None,
         "verl_import_error": verl_error or None,
         "device": _device_answer() if not verl_error else {},
-        "patches": [registry.summarize(name) for name in names],
+        "patches": [_outside_rehearsal(registry.summarize(name)) for name in names],
         "target_import_errors": import_errors,
         "verl_support": support.verdict(),
         "settings": settings.report(),
