@@ -18,7 +18,18 @@ SHIPPED = sorted(p.name for p in RECIPES.glob("*_a2.sh"))
 ARR = "actor_rollout_ref"
 _RECIPE_ENV = ("NNODES", "TRAIN_TP", "TRAIN_PP", "TRAIN_EP", "GEN_TP", "GEN_DP", "MODEL_PATH", "OFFLOAD", "VERL_SRC",
                "DAPO_LAYOUT", "N_RESP", "MICRO_BATCH_SIZE", "HCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME", "SOCKET_IFNAME",
-               "FIRST_STAGE_LAYERS", "LAST_STAGE_LAYERS")
+               "FIRST_STAGE_LAYERS", "LAST_STAGE_LAYERS", "MEGATRON_BRIDGE")
+
+
+def _verl_has_bridge_switch() -> bool:
+    """The installed verl's Megatron engine config has ``vanilla_mbridge`` (read from its yaml)."""
+    import importlib.util
+    import re
+    from pathlib import Path
+
+    root = Path(list(importlib.util.find_spec("verl").submodule_search_locations)[0])
+    yaml = root / "trainer" / "config" / "engine" / "megatron.yaml"
+    return yaml.is_file() and bool(re.search(r"^vanilla_mbridge:", yaml.read_text(), re.M))
 
 
 @pytest.fixture
@@ -26,6 +37,8 @@ def home(tmp_path, monkeypatch):
     monkeypatch.setenv("HOME", str(tmp_path))
     for name in _RECIPE_ENV:
         monkeypatch.delenv(name, raising=False)
+    if _verl_has_bridge_switch():  # the bridge our environments install (recipes/a2_env.sh MEGATRON_BRIDGE)
+        monkeypatch.setenv("MEGATRON_BRIDGE", "mbridge")
     return tmp_path
 
 
@@ -187,8 +200,9 @@ def test_dapo_composes_the_given_tree(home, tmp_path):
 # ---- CLI, in subprocesses (each imports verl: keep these few) ----
 
 def test_cli_json_on_the_235b_recipe(tmp_path):
+    bridge = {"MEGATRON_BRIDGE": "mbridge"} if _verl_has_bridge_switch() else {}  # the one installed here
     proc = run_cli("check", str(RECIPES / "grpo_qwen3_235b_a22b_a2.sh"), "--json",
-                   env=clean_env(HOME=str(tmp_path)), timeout=240)
+                   env=clean_env(HOME=str(tmp_path), **bridge), timeout=240)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     report = last_json(proc)
     assert report["layout"]["actor"] == {"strategy": "megatron", "tp": 4, "pp": 8, "cp": 1, "ep": 4, "dp": 4}
@@ -236,3 +250,23 @@ def test_ray_start_waits_for_all_npus(tmp_path):
                            timeout=60)
     assert usage.returncode == 2 and "HEAD_IP" in usage.stderr
     assert (FAKE_BIN / "ray").exists()
+
+
+def test_shipped_megatron_recipe_at_verls_default_bridge(home, monkeypatch):
+    """MEGATRON_BRIDGE unset: the recipe keeps verl's default, which on a verl with the switch is
+    Megatron-Bridge; without the package here, check says so and names both ways out."""
+    import importlib.util
+
+    monkeypatch.delenv("MEGATRON_BRIDGE", raising=False)
+    (hit,) = [f for f in check(RECIPES / "grpo_qwen2_5_7b_a2.sh")["findings"] if f["subject"] == "bridge"]
+    try:
+        has_megatron_bridge = importlib.util.find_spec("megatron.bridge") is not None
+    except ImportError:
+        has_megatron_bridge = False
+    if not _verl_has_bridge_switch():
+        assert "import mbridge" in hit["message"]
+    elif has_megatron_bridge:
+        assert hit["severity"] == "info" and "import megatron.bridge" in hit["message"]
+    else:
+        assert hit["severity"] == "warning" and "pip install megatron-bridge" in hit["fix"]
+        assert "vanilla_mbridge=True" in hit["fix"]

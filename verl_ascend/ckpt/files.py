@@ -27,17 +27,19 @@ _ZIP_LOCAL = b"PK\x03\x04"
 _LOCAL_HEADER = struct.Struct("<4s22xHH")  # signature, then (skipped fields), name length, extra length
 
 
-def _size(path: Path):
+def _nonempty(path: Path) -> tuple:
+    """(size, None), or (None, what is wrong) for a file that is empty or cannot be read."""
     try:
-        return path.stat().st_size
+        size = path.stat().st_size
     except OSError as exc:
-        return f"cannot be read: {exc.strerror or exc}"
+        return None, f"cannot be read: {exc.strerror or exc}"
+    return (size, None) if size else (None, "is empty (0 bytes)")
 
 
 def torch_file(path: Path):
-    size = _size(path)
-    if isinstance(size, str) or size == 0:
-        return size or "is empty (0 bytes)"
+    size, wrong = _nonempty(path)
+    if wrong:
+        return wrong
     with open(path, "rb") as fh:
         if fh.read(4) != _ZIP_LOCAL:
             return None  # legacy pickle format (or another writer): nothing cheap to compare against
@@ -66,9 +68,9 @@ def torch_file(path: Path):
 
 
 def json_file(path: Path):
-    size = _size(path)
-    if isinstance(size, str) or size == 0:
-        return size or "is empty (0 bytes)"
+    size, wrong = _nonempty(path)
+    if wrong:
+        return wrong
     try:
         json.loads(path.read_bytes())
     except (ValueError, OSError) as exc:
@@ -77,9 +79,9 @@ def json_file(path: Path):
 
 
 def safetensors_file(path: Path):
-    size = _size(path)
-    if isinstance(size, str) or size == 0:
-        return size or "is empty (0 bytes)"
+    size, wrong = _nonempty(path)
+    if wrong:
+        return wrong
     with open(path, "rb") as fh:
         head = fh.read(8)
         if len(head) < 8:
@@ -100,10 +102,7 @@ def safetensors_file(path: Path):
 
 
 def plain_file(path: Path):
-    size = _size(path)
-    if isinstance(size, str) or size == 0:
-        return size or "is empty (0 bytes)"
-    return None
+    return _nonempty(path)[1]
 
 
 _BY_SUFFIX = {".pt": torch_file, ".pth": torch_file, ".bin": torch_file, ".json": json_file,
