@@ -276,7 +276,9 @@ def _rehearse(options, recipe, launch, out, ckpt_dir, work, model_dir, started) 
     nproc, steps = options.nproc, options.steps
     batch = 2 * nproc
     overrides = list(launch.overrides) + list(options.overrides)
-    train, val, data_note = prepare_data(overrides, out / "data", batch * (steps + 1), 4)
+    filtered = str(plan_mod.value_of(overrides, "algorithm.filter_groups.enable", "False")).strip().lower() == "true"
+    # DAPO's filter evicts about 3 of 4 groups here (see reward.py) and refills them from the data
+    train, val, data_note = prepare_data(overrides, out / "data", batch * (steps + 1) * (8 if filtered else 1), 4)
     print("rehearse: building the tiny model and tokenizer ...", flush=True)
     try:
         built = assets.build(plan_mod.value_of(overrides, "actor_rollout_ref.model.path", ""),
@@ -285,7 +287,7 @@ def _rehearse(options, recipe, launch, out, ckpt_dir, work, model_dir, started) 
         raise RehearseError(str(exc)) from None
     plen = prompt_length(model_dir, train, plan_mod.value_of(overrides, "data.prompt_key", "prompt"))
     ray_tmp = str(work / "ray")
-    reward_file, reward_note = reward_mod.write(out, *_recipe_reward(overrides, launch.cwd))
+    reward_file, reward_note = reward_mod.write(out, *_recipe_reward(overrides, launch.cwd), filtered=filtered)
     megatron = None
     if plan_mod.is_megatron(launch.config_name, overrides):
         try:

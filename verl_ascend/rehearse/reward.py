@@ -9,6 +9,9 @@ recipe's function (its ``custom_reward_function.path``/``name``, or verl's
 surface as they would on the cluster, then adds ``TERM`` x (crc32 of the response mod 2): a
 deterministic coin per response. A dict result gets the term on ``score`` (and on ``acc``, which
 DAPO's group filter reads); the term itself is reported as ``rehearsal_term``.
+With DAPO's group filter on, the term is added only to prompts whose ground truth hashes even: the
+other half keep the recipe's constant score and are certain to be filtered out (evicted and
+refilled), so the filter is exercised by construction rather than by chance.
 """
 
 from pathlib import Path
@@ -22,6 +25,7 @@ import zlib
 RECIPE_PATH = {path!r}
 RECIPE_NAME = {name!r}
 TERM = {term!r}
+HALF = {half!r}  # DAPO's group filter on: only half the prompts get the term (the rest are evicted)
 _fn = []
 
 
@@ -42,6 +46,8 @@ def _recipe_fn():
 def compute_score(data_source, solution_str, ground_truth, extra_info=None, **kwargs):
     result = _recipe_fn()(data_source, solution_str, ground_truth, extra_info=extra_info, **kwargs)
     term = TERM * (zlib.crc32(str(solution_str).encode()) % 2)
+    if HALF and zlib.crc32(str(ground_truth).encode()) % 2:
+        term = 0.0
     if isinstance(result, dict):
         result = dict(result)
         result["score"] = float(result.get("score", 0.0)) + term
@@ -53,13 +59,15 @@ def compute_score(data_source, solution_str, ground_truth, extra_info=None, **kw
 '''
 
 
-def write(folder: Path, recipe_path: str = "", recipe_name: str = "compute_score") -> tuple:
+def write(folder: Path, recipe_path: str = "", recipe_name: str = "compute_score", filtered: bool = False) -> tuple:
     """(file, description) of the rehearsal's reward for a recipe whose own is at ``recipe_path``."""
     folder.mkdir(parents=True, exist_ok=True)
     target = folder / "rehearsal_reward.py"
     tmp = target.with_suffix(".tmp")
-    tmp.write_text(_TEMPLATE.format(path=recipe_path or "", name=recipe_name or "compute_score", term=TERM))
+    tmp.write_text(_TEMPLATE.format(path=recipe_path or "", name=recipe_name or "compute_score", term=TERM, half=bool(filtered)))
     tmp.replace(target)
     own = f"{recipe_path}:{recipe_name}" if recipe_path else "verl's default_compute_score (the recipe sets none)"
     return str(target), (f"reward: the recipe's ({own}) + a rehearsal-only {TERM} x (crc32(response) mod 2), "
-                         "so rewards vary inside each group and GRPO/DAPO have advantages (rehearsal_reward.py)")
+                         "so rewards vary inside each group and GRPO/DAPO have advantages"
+                         + ("; with DAPO's group filter only for prompts whose ground truth hashes even, so the "
+                            "others are filtered out for certain" if filtered else "") + " (rehearsal_reward.py)")

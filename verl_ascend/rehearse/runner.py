@@ -32,15 +32,25 @@ def clean(line: str) -> str:
     return ANSI.sub("", RAY_PREFIX.sub("", line)).rstrip()
 
 
+# Exceptions that carry another one inside (torch DCP gathers each rank's error into one, Hydra wraps
+# the target's): the error inside is the one to name.
+WRAPPERS = ("CheckpointException", "InstantiationException")
+
+
 def first_error(lines) -> str:
-    """The error that ended the run, as ``Type: message`` (the innermost raise, not Ray's wrapper)."""
+    """The error that ended the run, as ``Type: message`` (the innermost raise, not Ray's or torch's wrapper)."""
     found = []
     for line in lines:
         text = clean(line).strip()
         match = ERROR.match(text)
         if match and not text.startswith(("ray.exceptions.", "RayTaskError", "ActorDiedError")):
             found.append(text[:400])
-    return found[0] if found else ""
+    if not found:
+        return ""
+    inner = [f for f in found if not any(w in f.split(":", 1)[0] for w in WRAPPERS)]
+    if inner and inner[0] != found[0]:
+        return f"{inner[0]} (inside {found[0].split(':', 1)[0]})"
+    return found[0]
 
 
 def _short_step(text: str) -> str:

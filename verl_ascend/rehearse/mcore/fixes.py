@@ -8,7 +8,6 @@ import functools
 
 from verl_ascend.core.marks import wrap
 
-
 # ---- megatron.core.tensor_parallel.random: the "CUDA" RNG tracker on the host generator -------------
 
 
