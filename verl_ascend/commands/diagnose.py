@@ -22,12 +22,17 @@ def register(sub) -> None:
         "diagnose",
         help="read a failed run's logs: which rank failed first, why, and what to change",
         description="Streams driver logs, Ray worker logs, a Ray session's logs folder or CANN's plog folder "
-        "(~/ascend/log/debug/plog) and matches the known failure messages of multi-node verl on Ascend: HCCL "
-        "link-setup and collective timeouts, ports in use, wrong NIC, TLS mismatch, device network, CANN not "
-        "sourced, NPU out of memory, AI Core / runtime errors, stream sync timeouts, Ray without NPUs, file "
-        "handles, timeouts after a long-tail rollout. For each finding: the codes, the earliest failing rank / "
-        "node / device by timestamp across all files, the likely cause, the fix (variables, hccn_tool / npu-smi "
-        "commands) and the public thread it comes from. Warnings and retries are ignored. "
+        "(~/ascend/log/debug/plog) and matches the failure families of verl on Ascend documented in public "
+        "catalogues (CANN's HCCL fault chapter, torch_npu troubleshooting, vllm-ascend's and verl's NPU FAQs, issue "
+        "threads): HCCL link setup, timeouts and the peer that exited, ports taken, TLS switches, error CQE / RoCE, "
+        "version mismatch, wrong NIC, device network, CANN not sourced, NPU out of memory, AI Core and operator "
+        "errors, Ray without NPUs or rewriting ASCEND_RT_VISIBLE_DEVICES, verl's weight bucket, MindSpeed too old, "
+        "checkpoint metadata missing on other nodes, host OOM kills, and more. A failure no family explains is "
+        "still reported (unrecognised failure: any uncaught exception, CANN [ERROR] line, error code, dead actor "
+        "or non-zero exit) with its first line, file:line and process. For each finding: the codes, the earliest "
+        "failing rank / node / device by timestamp across all files, the likely cause, the fix (variables, "
+        "hccn_tool / npu-smi commands) and the public source it comes from. Warnings, retries and shutdown noise "
+        "are ignored. "
         "Exit 0 when no failure is found, 1 when failures are found, 2 on bad input.",
     )
     p.add_argument("paths", nargs="+", metavar="PATH", help="log files or folders (read recursively)")
