@@ -28,9 +28,15 @@ def test_every_patch_raising_leaves_verl_importable(mode):
     proc = run_python(FAULTS, env=clean_env(fake_npu=True), args=(mode,))
     out = last_json(proc)
     assert out["verl"] and out["verl_error"] is None
-    failed = set()
+    failed, never_imported = set(), set()
     for patch in out["patches"]:
         reached = [row for row in patch["targets"] if row["state"] != "pending"]
+        if not reached and patch["name"].startswith("rehearse_"):
+            # status imports no target of a rehearsal-only record outside a rehearsal (megatron-core, FSDP2
+            # internals are no host's concern); one imported by something else is decided, and must fail here
+            assert patch["state"] == "not applicable", patch
+            never_imported.add(patch["name"])
+            continue
         assert reached, f"{patch['name']}: no target was imported"
         for row in reached:
             if mode == "apply" and row["state"] == "not applicable":
@@ -39,7 +45,8 @@ def test_every_patch_raising_leaves_verl_importable(mode):
             assert f"RuntimeError: injected fault in {mode}" in row["detail"]
             failed.add(patch["name"])
     if mode == "applies":
-        assert failed == {p["name"] for p in out["patches"]}
+        assert failed | never_imported == {p["name"] for p in out["patches"]}
+        assert failed >= {p["name"] for p in out["patches"] if not p["name"].startswith("rehearse_")}
     else:  # these apply on any host with the NPU doubles, so apply() must have been reached
         assert {"device", "ray_runtime_env", "ckpt_validation"} <= failed
     for name in failed:

@@ -31,13 +31,14 @@ def _import_targets(names) -> dict:
 
 
 def _outside_rehearsal(row: dict) -> dict:
-    """A rehearsal-only record's targets not imported here read not applicable, not 'pending'."""
+    """A rehearsal-only record outside a rehearsal: targets this process never imported say why
+    (they stay 'pending': nothing decided them), and the headline reads not applicable, not 'pending'."""
     if not row["name"].startswith("rehearse_") or settings.get("VERL_ASCEND_REHEARSE"):
         return row
-    why = "not a rehearsal process (VERL_ASCEND_REHEARSE unset): acts only inside `verl-ascend rehearse`"
-    targets = [dict(t, state=registry.NOT_APPLICABLE, detail=why) if t.get("state") == registry.PENDING else t
-               for t in row.get("targets", [])]
-    state = registry.NOT_APPLICABLE if all(t["state"] == registry.NOT_APPLICABLE for t in targets) else row["state"]
+    why = "not imported: a rehearsal-only record (acts only inside `verl-ascend rehearse`)"
+    targets = [dict(t, detail=why) if t.get("state") == registry.PENDING else t for t in row.get("targets", [])]
+    quiet = (registry.PENDING, registry.NOT_APPLICABLE)
+    state = registry.NOT_APPLICABLE if all(t["state"] in quiet for t in targets) else row["state"]
     return dict(row, state=state, targets=targets)
 
 
