@@ -21,7 +21,7 @@ from .layout import ARR, get
 BRIDGES = {"mbridge": ("mbridge", "mbridge"), "megatron.bridge": ("megatron-bridge", "NVIDIA Megatron-Bridge")}
 
 
-def _importable(module: str) -> bool:
+def importable(module: str) -> bool:
     try:
         return importlib.util.find_spec(module) is not None
     except (ImportError, ValueError):  # a parent package missing or broken
@@ -49,14 +49,14 @@ def findings(cfg, layouts) -> list:
         dist, what = BRIDGES[module]
         keys = (lay.key("use_mbridge"),) + ((key,) if key else ())
         how = f"{key}={get(cfg, key)}" if key else "this verl has no vanilla_mbridge switch"
-        if _importable(module):
+        if importable(module):
             out.append(finding("bridge", INFO, keys, f"{lay.role}: the Megatron workers import {what} "
                                f"(`import {module}`; {how}); installed here"))
             continue
         fix = f"pip install {dist}"
         if key:  # this verl can switch to the other bridge
             other = "megatron.bridge" if module == "mbridge" else "mbridge"
-            there = "installed here" if _importable(other) else f"pip install {BRIDGES[other][0]}"
+            there = "installed here" if importable(other) else f"pip install {BRIDGES[other][0]}"
             fix += f", or set {key}={module != 'mbridge'} to use {BRIDGES[other][1]} ({there})"
         out.append(finding("bridge", WARNING, keys,
                            f"{lay.role}: the Megatron workers import {what} (`import {module}`; {how}), which is not "

@@ -18,8 +18,8 @@ def _import_targets(names) -> dict:
     """Import the targets of these patches so each gets the chance to decide; failures are reported."""
     errors = {}
     for name in names:
-        if name.startswith("rehearse_") and not settings.get("VERL_ASCEND_REHEARSE"):
-            continue  # rehearsal-only records: their targets (megatron-core, FSDP2 internals) are no host's concern
+        if _rehearsal_only_here(name):
+            continue  # their targets (megatron-core, FSDP2 internals) are no concern of a host outside a rehearsal
         for target in registry.get(name).targets:
             if target in sys.modules:
                 continue
@@ -30,10 +30,15 @@ def _import_targets(names) -> dict:
     return errors
 
 
+def _rehearsal_only_here(name: str) -> bool:
+    """A rehearsal-only record, in a process that is not a rehearsal."""
+    return name.startswith("rehearse_") and not settings.get("VERL_ASCEND_REHEARSE")
+
+
 def _outside_rehearsal(row: dict) -> dict:
     """A rehearsal-only record outside a rehearsal: targets this process never imported say why
     (they stay 'pending': nothing decided them), and the headline reads not applicable, not 'pending'."""
-    if not row["name"].startswith("rehearse_") or settings.get("VERL_ASCEND_REHEARSE"):
+    if not _rehearsal_only_here(row["name"]):
         return row
     why = "not imported: a rehearsal-only record (acts only inside `verl-ascend rehearse`)"
     targets = [dict(t, detail=why) if t.get("state") == registry.PENDING else t for t in row.get("targets", [])]

@@ -182,10 +182,6 @@ def _recipe_reward(overrides, cwd: str) -> tuple:
     return path, name
 
 
-def megatron_bridge_installed() -> bool:
-    return importlib.util.find_spec("megatron") is not None and importlib.util.find_spec("megatron.bridge") is not None
-
-
 def _megatron(overrides, nproc: int, built: dict, model_dir: Path, work: Path):
     """How the Megatron recipe runs here: layout, initial weights (converted), bridge."""
     tp, pp, note = plan_mod.megatron_layout(overrides, nproc, built["layers"])
@@ -197,7 +193,9 @@ def _megatron(overrides, nproc: int, built: dict, model_dir: Path, work: Path):
     if dist_ckpt:
         convert_tiny_model(model_dir, dist_ckpt)
     vanilla = plan_mod.value_of(overrides, "actor_rollout_ref.actor.megatron.vanilla_mbridge")
-    set_vanilla = "True" if vanilla is None and not megatron_bridge_installed() else ""
+    from verl_ascend.check.bridge import importable  # the same answer `check`'s bridge finding gives
+
+    set_vanilla = "True" if vanilla is None and not importable("megatron.bridge") else ""
     ref_own = any(plan_mod.split(item)[1].startswith("actor_rollout_ref.ref.megatron.override_transformer_config")
                   for item in overrides)
     return plan_mod.Megatron(tp=tp, pp=pp, layout_note=note, dist_ckpt=dist_ckpt, vanilla_mbridge=set_vanilla,
