@@ -18,7 +18,6 @@ host runs; the CPU-seconds ratio is the comparison.
 
 import argparse
 import os
-import re
 import subprocess
 import sys
 import tempfile
@@ -97,17 +96,11 @@ def measure(argv, log: Path) -> dict:
 
 
 def steps(out: Path) -> dict:
-    found = {}
-    for name in ("console.log", "console_resume.log"):
-        path = out / name
-        if not path.is_file():
-            continue
-        for line in path.read_text(errors="replace").splitlines():
-            match = re.search(r"step:(\d+) - (.*)", line)
-            if match:
-                metrics = dict(re.findall(r"([\w/@.\-]+):([-+0-9.eE]+)", match.group(2)))
-                found[int(match.group(1))] = {k: float(v) for k, v in metrics.items()}
-    return found
+    """step -> metrics of both console logs, read by verl-ascend's own step-line parser (`logs`)."""
+    from verl_ascend.logs.parse import parse_files
+
+    logs = [out / name for name in ("console.log", "console_resume.log") if (out / name).is_file()]
+    return parse_files([str(p) for p in logs]).steps if logs else {}
 
 
 def main(argv=None) -> int:
