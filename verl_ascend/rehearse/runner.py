@@ -213,7 +213,9 @@ def run(argv: list, env: dict, cwd: str, log_path: Path, ray_tmp: str, timeout: 
         watchdog.cancel()
     leftover = end_all(proc, ray_tmp)
     if ns:
-        # unshare has exited, so its child (the namespace's first process) has: the kernel ended the rest
+        # unshare returned after reaping its child, the namespace's first process; Linux does not let that
+        # process finish exiting before every other process of the namespace has (zap_pid_ns_processes), so
+        # this scan finds none by construction: it checks the construction, it does not wait for it
         leftover = sorted(set(leftover) | set(processes_in(ns)))
     if timed_out.is_set():
         return 124, steps, f"main_ppo did not finish within {timeout:.0f} s (every process of the run was ended)"
