@@ -45,16 +45,21 @@ def ray_folder(stdout: str) -> str:
 
 
 def namespaces(stdout: str) -> list:
-    return re.findall(r"main_ppo ran in PID namespace (pid:\[\d+\])", stdout)
+    """(namespace, mark) of each main_ppo the rehearsal ran."""
+    return re.findall(r"main_ppo ran in PID namespace (pid:\[\d+\]) \(its processes carry "
+                      r"VERL_ASCEND_REHEARSE_RUN=(\S+)\)", stdout)
 
 
-def alive_in(namespace: str) -> list:
-    """Processes still in that PID namespace (Ray renames its workers, so command lines cannot tell)."""
+def alive_in(namespace: str, mark: str) -> list:
+    """Processes still in that PID namespace that carry the run's mark (Ray renames its workers, so command
+    lines cannot tell; the kernel reuses a dead namespace's number, so the number alone cannot either)."""
     found = []
     for entry in Path("/proc").iterdir():
         try:
             if entry.name.isdigit() and os.readlink(entry / "ns" / "pid") == namespace:
-                found.append((entry.name, (entry / "cmdline").read_bytes()[:120]))
+                environ = (entry / "environ").read_bytes().split(b"\0")
+                if f"VERL_ASCEND_REHEARSE_RUN={mark}".encode() in environ:
+                    found.append((entry.name, (entry / "cmdline").read_bytes()[:120]))
         except OSError:
             continue
     return found
@@ -63,8 +68,8 @@ def alive_in(namespace: str) -> list:
 def assert_nothing_left(proc, out: Path):
     spaces = namespaces(proc.stdout)
     assert spaces, proc.stdout[-2000:]  # every main_ppo ran in a PID namespace of its own
-    for space in spaces:
-        assert alive_in(space) == [], space
+    for space, mark in spaces:
+        assert alive_in(space, mark) == [], space
     assert processes_naming(ray_folder(proc.stdout), str(out)) == []
 
 

@@ -331,8 +331,8 @@ def _rehearse(options, recipe, launch, out, ckpt_dir, work, model_dir, started) 
                                        ray_tmp, options.timeout, label, said=said, namespace=spaces)
         logs.append(log)
         if spaces and spaces[0]:
-            print(f"rehearse: {label}: main_ppo ran in PID namespace {spaces[0]}; every process in it ended with it",
-                  flush=True)
+            print(f"rehearse: {label}: main_ppo ran in PID namespace {spaces[0]} (its processes carry "
+                  f"{runner.MARK}={spaces[1]}); every process in it ended with it", flush=True)
         if code != 0 or error:
             print(f"verl-ascend rehearse: main_ppo ({label}) failed, exit {code}: {error or 'see ' + str(log)}",
                   file=sys.stderr)

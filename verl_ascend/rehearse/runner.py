@@ -121,12 +121,26 @@ def _child_namespace(unshare_pid: int, timeout: float = 30.0) -> str:
     return ""
 
 
-def processes_in(namespace: str) -> list:
-    """Pids (as this process sees them) of every process in that PID namespace."""
+MARK = "VERL_ASCEND_REHEARSE_RUN"
+
+
+def processes_in(namespace: str, mark: str) -> list:
+    """Pids (as this process sees them) of every process in that PID namespace that carries the run's mark.
+
+    A namespace's ``pid:[inode]`` is only a name while the namespace lives: the kernel hands a freed inode
+    number to the next namespace made (another rehearsal, a ``check`` sandbox), so a process found under the
+    number must also carry ``MARK=mark`` in its environment (Ray's workers inherit main_ppo's) to be ours.
+    """
+    wanted = f"{MARK}={mark}".encode()
     found = []
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit() and pid_namespace(int(entry.name)) == namespace:
-            found.append(int(entry.name))
+            try:
+                environ = (entry / "environ").read_bytes().split(b"\0")
+            except OSError:
+                continue
+            if wanted in environ:
+                found.append(int(entry.name))
     return found
 
 
@@ -163,7 +177,8 @@ def run(argv: list, env: dict, cwd: str, log_path: Path, ray_tmp: str, timeout: 
     """Run main_ppo; returns ``(exit code, step numbers seen, error line)``. Ctrl-C propagates after cleanup.
 
     ``said``, a list, receives the processes' own lines about the plugin (once each, pids left out).
-    ``namespace``, a list, receives the run's PID namespace (``pid:[inode]``, '' for the fallback).
+    ``namespace``, a list, receives the run's PID namespace (``pid:[inode]``, '' for the fallback) and the
+    mark its processes carry (see ``processes_in``).
     """
     steps, tail = [], []
     started = time.time()
@@ -172,12 +187,14 @@ def run(argv: list, env: dict, cwd: str, log_path: Path, ray_tmp: str, timeout: 
     if not prefix:
         print(f"  [{label}] no PID namespace here (unshare refused): the run is ended by process group and by "
               "its Ray folder instead", file=out, flush=True)
+    mark = f"{label}-{os.getpid()}-{time.time_ns()}"
+    env = {**env, MARK: mark}
     with open(log_path, "w") as log:
         proc = subprocess.Popen(prefix + argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                 stderr=subprocess.STDOUT, text=True, errors="replace", start_new_session=True)
         ns = _child_namespace(proc.pid) if prefix else ""
         if namespace is not None:
-            namespace.append(ns)
+            namespace.extend([ns, mark])
 
         def expire():  # a wrong Ray resource setting hangs silently: the watchdog ends it
             timed_out.set()
@@ -216,7 +233,7 @@ def run(argv: list, env: dict, cwd: str, log_path: Path, ray_tmp: str, timeout: 
         # unshare returned after reaping its child, the namespace's first process; Linux does not let that
         # process finish exiting before every other process of the namespace has (zap_pid_ns_processes), so
         # this scan finds none by construction: it checks the construction, it does not wait for it
-        leftover = sorted(set(leftover) | set(processes_in(ns)))
+        leftover = sorted(set(leftover) | set(processes_in(ns, mark)))
     if timed_out.is_set():
         return 124, steps, f"main_ppo did not finish within {timeout:.0f} s (every process of the run was ended)"
     error = first_error(tail) if code != 0 else ""

@@ -1,0 +1,72 @@
+"""The rehearsal's process runner on its own (no verl): what main_ppo leaves behind is ended by construction.
+
+A stand-in for main_ppo starts a detached grandchild (its own session, as Ray's daemons do) and exits, or
+hangs past the watchdog. The PID namespace ends the grandchild with it; the run's mark in the environment
+tells its processes apart from those of a later namespace given the same number.
+"""
+
+import io
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from verl_ascend.rehearse import runner
+
+pytestmark = pytest.mark.verl_agnostic  # the runner never imports verl
+
+DETACH = ("import subprocess, sys, time\n"
+          "subprocess.Popen(['sleep', '300'], start_new_session=True)\n"
+          "print('grandchild started', flush=True)\n")
+
+
+def marked_anywhere(mark: str) -> list:
+    """Every process on the host (any namespace) whose environment carries the run's mark."""
+    wanted = f"{runner.MARK}={mark}".encode()
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and wanted in (entry / "environ").read_bytes().split(b"\0"):
+                found.append(int(entry.name))
+        except OSError:
+            continue
+    return found
+
+
+def _run(tmp_path, code: str, timeout: float):
+    if not runner.namespace_prefix():
+        pytest.fail("unshare refused a PID namespace here; CI hosts give one (root, or user namespaces)")
+    spaces, out = [], io.StringIO()
+    result = runner.run([sys.executable, "-c", code], dict(os.environ), str(tmp_path), tmp_path / "log",
+                        str(tmp_path / "ray"), timeout, "stand-in", out=out, namespace=spaces)
+    return result, spaces, (tmp_path / "log").read_text()
+
+
+def test_a_detached_grandchild_ends_with_the_run(tmp_path):
+    (code, seen, error), (space, mark), log = _run(tmp_path, DETACH + "sys.exit(3)\n", timeout=120)
+    assert "grandchild started" in log
+    assert code == 3 and seen == []
+    assert "did not end" not in error
+    assert space.startswith("pid:[") and space != runner.pid_namespace(os.getpid())
+    assert marked_anywhere(mark) == []
+    assert runner.processes_in(space, mark) == []
+
+
+def test_a_run_past_its_watchdog_is_ended_with_everything_it_started(tmp_path):
+    (code, _, error), (space, mark), log = _run(tmp_path, DETACH + "time.sleep(300)\n", timeout=3)
+    assert "grandchild started" in log
+    assert code == 124 and "did not finish within 3 s" in error
+    assert marked_anywhere(mark) == []
+
+
+def test_a_process_under_the_namespace_number_without_the_mark_is_not_the_runs():
+    here = runner.pid_namespace(os.getpid())
+    sleeper = subprocess.Popen(["sleep", "60"], env={**os.environ, runner.MARK: "theirs"}, start_new_session=True)
+    try:
+        assert runner.processes_in(here, "theirs") == [sleeper.pid]
+        assert runner.processes_in(here, "ours") == []
+    finally:
+        sleeper.kill()
+        sleeper.wait()
