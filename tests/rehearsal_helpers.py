@@ -22,10 +22,10 @@ RUN_TIMEOUT = 1500  # hard limit of one `rehearse` call; each main_ppo in it is 
 MAIN_PPO_TIMEOUT = 600
 
 
-def rehearse(out: Path, *extra, recipe=RECIPE, timeout=RUN_TIMEOUT):
+def rehearse(out: Path, *extra, recipe=RECIPE, timeout=RUN_TIMEOUT, env=None):
     return subprocess.run([sys.executable, "-m", "verl_ascend", "rehearse", str(recipe), "--out", str(out),
                            "--timeout", str(MAIN_PPO_TIMEOUT), *extra],
-                          env=clean_env(), cwd=str(out.parent), capture_output=True, text=True, timeout=timeout)
+                          env=env or clean_env(), cwd=str(out.parent), capture_output=True, text=True, timeout=timeout)
 
 
 def steps(log: Path) -> dict:

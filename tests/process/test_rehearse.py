@@ -16,7 +16,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from rehearsal_helpers import SUPPORTED, VERL, assert_nothing_left, needs_09, rehearse, steps
+from rehearsal_helpers import SUPPORTED, VERL, assert_nothing_left, namespaces, needs_09, rehearse, steps
 from subproc import clean_env, run_cli, run_python
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -89,17 +89,29 @@ def test_rehearsal_fixes_are_inert_outside_and_act_inside_a_rehearsal():
     assert all(state == "applied" for state, _ in inside["states"].values()), inside["states"]
 
 
+MINDSPEED_OPTION = "use_fused_rmsnorm"  # a MindSpeed-only key, as A2 users pass them (verl's NPU CI: use_flash_attn)
+
+
+def mindspeed_events(path: Path) -> list:
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
 @needs_09
 def test_rehearsal_of_a_shipped_megatron_grpo_recipe_trains_saves_and_resumes_on_megatron():
+    """With an A2 node's Python packages on the path (the torch_npu and MindSpeed doubles, no NPU visible), as
+    the node runs it: verl's MindspeedEngine, the `mindspeed` patch inside the Megatron workers."""
     with tempfile.TemporaryDirectory(prefix="va-rh-test-") as tmp:
         tmp = Path(tmp)
-        out = tmp / "out"
-        proc = rehearse(out, "--nproc", "2", "--steps", "1")
+        out, log_file = tmp / "out", tmp / "mindspeed.jsonl"
+        env = clean_env(fake_npu=True, FAKE_NPU_COUNT=0, FAKE_MINDSPEED_LOG=log_file)
+        option = f"++actor_rollout_ref.actor.megatron.override_transformer_config.{MINDSPEED_OPTION}=True"
+        proc = rehearse(out, "--nproc", "2", "--steps", "1", "--override", option, env=env)
         assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
         changes = (out / "changes.txt").read_text()
         assert "trainer.use_v1=True" in changes  # the recipe's (verl's default) trainer path
         assert "FSDP" not in changes and "ppo_megatron_trainer ->" not in changes, changes
-        for expected in ("engine: verl's Megatron engine over gloo, recipe TP2 PP1 -> TP2 PP1", "rollout -> hf",
+        for expected in ("engine: verl's MindSpeed engine (MindspeedEngineWithLMHead, as on an A2 node",
+                         "over gloo, recipe TP2 PP1 -> TP2 PP1", "rollout -> hf",
                          "Qwen2ForCausalLM", "initial weights: the tiny model converted by verl-ascend convert",
                          "kept: actor_rollout_ref.actor.megatron.use_dist_checkpointing=True",
                          "reward: the recipe's (verl's default_compute_score", "learning rate -> 1e-3",
@@ -111,7 +123,25 @@ def test_rehearsal_of_a_shipped_megatron_grpo_recipe_trains_saves_and_resumes_on
         assert "Resuming from" in resume_log or "Load from checkpoint" in resume_log, resume_log[-2000:]
         # the engine the workers built: Megatron's (mbridge model, megatron optimizer), from the converted checkpoint
         engines = set(re.findall(r"\(WorkerDict pid=\d+\).*verl-ascend rehearse: engine in rank \d: (\w+) ", log))
-        assert engines == {"MegatronEngineWithLMHead"}, engines
+        assert engines == {"MindspeedEngineWithLMHead"}, engines
+        # MindSpeed in the workers, from their own records: the adaptor imported before any megatron module, and
+        # verl's repatch handed the recipe's option with verl's own default (use_flash_attn)
+        spaces = [space for space, _ in namespaces(proc.stdout)]  # train's, then the resume's
+        assert len(spaces) == 2, proc.stdout[-2000:]
+        workers = {(space, int(pid)) for space, text in zip(spaces, (log, resume_log))
+                   for pid in re.findall(r"\(WorkerDict pid=(\d+)\)", text)}
+        events = mindspeed_events(log_file)
+        imports = {(e["pid_ns"], e["pid"]): e for e in events if e["event"] == "adaptor_import"}
+        assert workers and workers <= set(imports), (workers, sorted(imports))
+        for worker in workers:
+            assert imports[worker]["megatron_imported_before"] == [], imports[worker]
+        repatched = [e for e in events if e["event"] == "repatch" and (e["pid_ns"], e["pid"]) in workers]
+        assert {(e["pid_ns"], e["pid"]) for e in repatched} == workers, (workers, repatched)
+        for event in repatched:
+            assert event["options"].get(MINDSPEED_OPTION) is True and event["options"].get("use_flash_attn") is True, event
+        for rank in (0, 1):  # the patch's own verdict in each actor rank
+            row = re.search(rf"patches in actor rank {rank} \(pid \d+\): .*?\bmindspeed ([a-z ]+?)(?:,|$)", log, re.M)
+            assert row and row.group(1) == "applied", (rank, row)
         ckpts = sorted(p.name for p in (out / "checkpoints").glob("global_step_*"))
         assert ckpts == ["global_step_1", "global_step_2"], ckpts
         for part in ("model", "optimizer"):

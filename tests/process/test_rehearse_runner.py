@@ -70,3 +70,25 @@ def test_a_process_under_the_namespace_number_without_the_mark_is_not_the_runs()
     finally:
         sleeper.kill()
         sleeper.wait()
+
+
+def test_an_error_printed_long_before_the_end_is_still_named(tmp_path):
+    # a worker's traceback, then far more than the 400 lines the runner keeps of the end (Ray's shutdown chatter)
+    noisy = ("import sys\n"
+             "print('Traceback (most recent call last):')\n"
+             "print('ValueError: planted early fault')\n"
+             "for i in range(1000):\n"
+             "    print(f'(raylet) worker {i} exited', flush=True)\n"
+             "sys.exit(1)\n")
+    (code, _, error), _, _ = _run(tmp_path, noisy, timeout=120)
+    assert code == 1 and error == "ValueError: planted early fault", error
+
+
+def test_the_error_at_the_end_wins_and_a_wrapper_names_the_error_inside():
+    early = ["ValueError: an early line"]
+    assert runner.first_error(["noise", "KeyError: 'prompt'"], early) == "KeyError: 'prompt'"
+    wrapped = ["torch.distributed.checkpoint.api.CheckpointException: CheckpointException ranks:dict_keys([0])",
+               "KeyError: 'decoder.layers.0.weight'"]
+    assert runner.first_error(wrapped) == "KeyError: 'decoder.layers.0.weight' (inside " \
+                                          "torch.distributed.checkpoint.api.CheckpointException)"
+    assert runner.first_error(["ray.exceptions.RayTaskError(KeyError): boom"]) == ""

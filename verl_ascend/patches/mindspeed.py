@@ -13,7 +13,8 @@ Why: on Ascend, verl's Megatron workers train through MindSpeed. ``mindspeed.meg
       only, so a critic or reward model in its own process trains without its options.
     - MindSpeed 2.0/2.1: neither exists; Megatron's ``TransformerConfig`` rejects the keys with a
       TypeError and there is no ``repatch`` to give them to.
-How: on an Ascend host with MindSpeed installed, after ``import verl``:
+How: on an Ascend host with MindSpeed installed (or in a ``verl-ascend rehearse`` process where MindSpeed
+    is importable: the CPU rehearsal of an A2 recipe), after ``import verl``:
     - before the first ``import megatron``, import ``mindspeed.megatron_adaptor``;
     - legacy workers (``verl.workers.megatron_workers``, verl <= 0.7), per build of a worker's
       TransformerConfig: on 2.2+ the options stay as they are (MindSpeed's wrapper takes its keys)
@@ -40,7 +41,7 @@ import logging
 import sys
 import threading
 
-from verl_ascend.core import hooks, platform, registry
+from verl_ascend.core import hooks, platform, registry, settings
 from verl_ascend.core.marks import wrap
 from verl_ascend.core.registry import Patch
 
@@ -52,6 +53,7 @@ LEGACY = "verl.workers.megatron_workers"
 ENGINE = "verl.workers.engine.megatron.transformer_impl"
 MINDSPEED_ENGINE = "verl.workers.engine.mindspeed.transformer_impl"
 OPTIONS = "override_transformer_config"
+REHEARSAL = "VERL_ASCEND_REHEARSE"  # set by `verl-ascend rehearse` in every process of its main_ppo
 logger = logging.getLogger("verl_ascend")
 
 _repatched = []  # options dicts MindSpeed's repatch has seen in this process
@@ -273,7 +275,9 @@ def _step_callback(target):
 # --- gate ---------------------------------------------------------------------------------------
 
 def _applies(module):
-    if not platform.is_ascend_host():
+    # A rehearsal (`verl-ascend rehearse`) is a CPU run of an A2 recipe: where MindSpeed is importable there,
+    # the workers wire it as the A2 node would, so the rehearsal shows this patch at work.
+    if not platform.is_ascend_host() and not settings.get(REHEARSAL):
         return platform.not_ascend_reason()
     try:
         found = importlib.util.find_spec("mindspeed") is not None

@@ -136,10 +136,15 @@ class Megatron:
     dist_ckpt: str = ""          # the converted tiny model, when the recipe loads a dist checkpoint
     vanilla_mbridge: str = ""    # "True" to set (the recipe left verl's default and Megatron-Bridge is absent)
     ref_own_transformer_config: bool = False  # the recipe sets ref.megatron.override_transformer_config.* itself
+    mindspeed: str = ""          # MindSpeed's version when importable here: verl's MindspeedEngine, as on A2
 
 
 def _megatron_overrides(m: Megatron, micro: int) -> tuple:
-    ours, changes = [], [f"engine: verl's Megatron engine over gloo, {m.layout_note}"]
+    engine = "verl's Megatron engine"
+    if m.mindspeed:
+        engine = (f"verl's MindSpeed engine (MindspeedEngineWithLMHead, as on an A2 node: MindSpeed {m.mindspeed} is "
+                  "importable here; its adaptor imported before megatron, repatch with the recipe's options)")
+    ours, changes = [], [f"engine: {engine} over gloo, {m.layout_note}"]
     for role in ROLES:
         base = f"actor_rollout_ref.{role}.megatron"
         ours += [f"{base}.tensor_model_parallel_size={m.tp}", f"{base}.pipeline_model_parallel_size={m.pp}",

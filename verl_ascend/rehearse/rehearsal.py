@@ -115,12 +115,21 @@ def prompt_length(model_dir: Path, train_file: str, prompt_key: str = "prompt") 
     return ((longest + 16) // 32 + 1) * 32
 
 
-def child_env(launch_env: dict) -> dict:
+# A CPU run even on an Ascend node: torch does not load torch_npu by itself and the NPU patches stand aside
+# (gloo, not HCCL; MindSpeed's adaptor still imports torch_npu, as it does on the node).
+CPU_RUN = {"VERL_ASCEND_DEVICE": "cpu", "TORCH_DEVICE_BACKEND_AUTOLOAD": "0"}
+
+
+def child_env(launch_env: dict, megatron=None) -> dict:
     env = dict(os.environ)
     # The recipe's own verl-ascend switches travel (they change the plugin's behaviour); its NPU settings do not.
     env.update({k: v for k, v in (launch_env or {}).items() if k.startswith("VERL_ASCEND_") and k != ENV})
     env.setdefault("VERL_ASCEND_ROLLOUT_ORDER", "tiled")  # what A2 runs by default
-    env.update({ENV: "1", "VERL_PLATFORM": "cpu", "VERL_ENGINE_DEVICE": "cuda", "OMP_NUM_THREADS": "1",
+    env.update({ENV: "1", "VERL_PLATFORM": "cpu", "OMP_NUM_THREADS": "1",
+                # verl picks its engine class by device name: the CUDA one (registered for "cuda"), or on an
+                # A2 recipe with MindSpeed importable, verl's MindspeedEngine (registered for "npu")
+                "VERL_ENGINE_DEVICE": "npu" if megatron is not None and megatron.mindspeed else "cuda",
+                **CPU_RUN,
                 # inductor would compile verl's entropy helper (torch.compile) for ~40 CPU-s in each worker
                 "TORCHDYNAMO_DISABLE": "1",
                 "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false",
@@ -199,7 +208,22 @@ def _megatron(overrides, nproc: int, built: dict, model_dir: Path, work: Path):
     ref_own = any(plan_mod.split(item)[1].startswith("actor_rollout_ref.ref.megatron.override_transformer_config")
                   for item in overrides)
     return plan_mod.Megatron(tp=tp, pp=pp, layout_note=note, dist_ckpt=dist_ckpt, vanilla_mbridge=set_vanilla,
-                             ref_own_transformer_config=ref_own)
+                             ref_own_transformer_config=ref_own, mindspeed=mindspeed_here())
+
+
+def mindspeed_here() -> str:
+    """MindSpeed's version when main_ppo's workers can import it (same interpreter and path as here), else ''."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        if importlib.util.find_spec("mindspeed") is None:
+            return ""
+    except (ImportError, ValueError):
+        return ""
+    try:
+        return version("mindspeed")
+    except PackageNotFoundError:  # a source checkout on PYTHONPATH (how MindSpeed is installed) has no record
+        return "of unrecorded version"
 
 
 def convert_tiny_model(model_dir: Path, output: str) -> None:
@@ -209,7 +233,7 @@ def convert_tiny_model(model_dir: Path, output: str) -> None:
     print(f"rehearse: converting the tiny model to a Megatron dist checkpoint (verl-ascend convert) -> {output} ...",
           flush=True)
     env = {k: v for k, v in os.environ.items() if k != ENV}
-    env.update(OMP_NUM_THREADS="1", HF_HUB_OFFLINE="1")
+    env.update(OMP_NUM_THREADS="1", HF_HUB_OFFLINE="1", **CPU_RUN)
     proc = subprocess.run([sys.executable, "-m", "verl_ascend", "convert", "--hf_model_path", str(model_dir),
                            "--output_path", output], env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True)
     if proc.returncode != 0:
@@ -317,7 +341,7 @@ def _rehearse(options, recipe, launch, out, ckpt_dir, work, model_dir, started) 
     if launch.config_path not in ("config", "") and os.path.isabs(launch.config_path):
         argv.append(f"--config-path={launch.config_path}")
     base = the_plan.overrides + list(options.overrides)
-    env = child_env(launch.env)
+    env = child_env(launch.env, megatron)
     from verl_ascend.rehearse import runner
 
     logs, said, phases = [], [], [("train", steps, base), ("resume", steps + 1,

@@ -37,14 +37,21 @@ def clean(line: str) -> str:
 WRAPPERS = ("CheckpointException", "InstantiationException")
 
 
-def first_error(lines) -> str:
-    """The error that ended the run, as ``Type: message`` (the innermost raise, not Ray's or torch's wrapper)."""
-    found = []
-    for line in lines:
-        text = clean(line).strip()
-        match = ERROR.match(text)
-        if match and not text.startswith(("ray.exceptions.", "RayTaskError", "ActorDiedError")):
-            found.append(text[:400])
+def error_line(line: str) -> str:
+    """The line as ``Type: message`` when it names an error raised in the run ('' otherwise; Ray's wrappers too)."""
+    text = clean(line).strip()
+    if ERROR.match(text) and not text.startswith(("ray.exceptions.", "RayTaskError", "ActorDiedError")):
+        return text[:400]
+    return ""
+
+
+def first_error(lines, earlier=()) -> str:
+    """The error that ended the run, as ``Type: message`` (the innermost raise, not Ray's or torch's wrapper).
+
+    ``lines`` is the end of the output; ``earlier``, the error lines seen before it, is read only when the end
+    names none (a worker's traceback can arrive well before the driver's last few hundred lines).
+    """
+    found = [text for text in map(error_line, lines) if text] or [text for text in earlier if text]
     if not found:
         return ""
     inner = [f for f in found if not any(w in f.split(":", 1)[0] for w in WRAPPERS)]
@@ -180,7 +187,7 @@ def run(argv: list, env: dict, cwd: str, log_path: Path, ray_tmp: str, timeout: 
     ``namespace``, a list, receives the run's PID namespace (``pid:[inode]``, '' for the fallback) and the
     mark its processes carry (see ``processes_in``).
     """
-    steps, tail = [], []
+    steps, tail, earlier = [], [], []
     started = time.time()
     timed_out = threading.Event()
     prefix = namespace_prefix()
@@ -209,7 +216,10 @@ def run(argv: list, env: dict, cwd: str, log_path: Path, ray_tmp: str, timeout: 
                 log.flush()
                 text = clean(line)
                 tail.append(line)
-                del tail[:-400]
+                if len(tail) > 400:
+                    dropped = error_line(tail.pop(0))
+                    if dropped and len(earlier) < 200:
+                        earlier.append(dropped)
                 match = STEP.search(text)
                 if match:
                     steps.append(int(match.group(1)))
@@ -236,7 +246,7 @@ def run(argv: list, env: dict, cwd: str, log_path: Path, ray_tmp: str, timeout: 
         leftover = sorted(set(leftover) | set(processes_in(ns, mark)))
     if timed_out.is_set():
         return 124, steps, f"main_ppo did not finish within {timeout:.0f} s (every process of the run was ended)"
-    error = first_error(tail) if code != 0 else ""
+    error = first_error(tail, earlier) if code != 0 else ""
     if leftover:
         error = (error + "; " if error else "") + f"processes {leftover} of this run did not end"
     return code, steps, error

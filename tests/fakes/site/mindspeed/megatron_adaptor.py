@@ -18,7 +18,7 @@ process-global args from ``get_full_args()`` (so values accumulate across calls)
 patches again.
 
 Records go to ``events`` and, when ``FAKE_MINDSPEED_LOG`` names a file, one JSON line each there
-(Ray workers and other processes append to the same file).
+(Ray workers and other processes append to the same file; each record names its pid and PID namespace).
 """
 
 import json
@@ -31,7 +31,11 @@ events = []
 
 
 def _record(event: dict) -> None:
-    event = {**event, "pid": os.getpid()}
+    try:  # with the pid, the PID namespace: processes of two runs (each in its own namespace) can share a pid
+        space = os.readlink("/proc/self/ns/pid")
+    except OSError:
+        space = ""
+    event = {**event, "pid": os.getpid(), "pid_ns": space}
     events.append(event)
     path = os.environ.get("FAKE_MINDSPEED_LOG")
     if path:

@@ -120,6 +120,11 @@ sys.modules["torch_npu.npu"] = npu  # `torch_npu.npu.X` and `from torch_npu.npu 
 # _init/registry/backend.py::register_privateuse1_backend
 torch.utils.rename_privateuse1_backend("npu")
 torch._register_device_module("npu", npu)
+# The real import also registers torch_npu's PrivateUse1 hooks from C++ (torch_npu/csrc/core/npu/NPUHooksInterface),
+# after which torch names ``npu`` as the machine's accelerator (``dist.barrier``, ``Backend`` defaults and
+# ``get_device_module()`` ask it); without hooks torch raises "Please register PrivateUse1HooksInterface".
+# Python cannot register them, so the double answers that one question as the compiled part makes torch answer.
+torch._C._get_accelerator = lambda check=False: torch.device("npu")
 
 # The real torch_npu replaces torch.save at import with its NPU-aware save (utils/serialization.py).
 from .utils import serialization as _serialization  # noqa: E402
