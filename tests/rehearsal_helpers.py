@@ -46,7 +46,7 @@ def ray_folder(stdout: str) -> str:
 
 def namespaces(stdout: str) -> list:
     """(namespace, mark) of each main_ppo the rehearsal ran."""
-    return re.findall(r"main_ppo ran in PID namespace (pid:\[\d+\]) \(its processes carry "
+    return re.findall(r"main_(?:ppo|dapo) ran in PID namespace (pid:\[\d+\]) \(its processes carry "
                       r"VERL_ASCEND_REHEARSE_RUN=(\S+)\)", stdout)
 
 

@@ -346,23 +346,24 @@ def _rehearse(options, recipe, launch, out, ckpt_dir, work, model_dir, started) 
 
     logs, said, phases = [], [], [("train", steps, base), ("resume", steps + 1,
                                                   base + [f"trainer.total_training_steps={steps + 1}"])]
+    trainer = launch.module.rsplit(".", 1)[-1]  # main_ppo, or main_dapo from a verl tree
     for label, last_step, overrides_run in phases:
         log = out / ("console.log" if label == "train" else "console_resume.log")
-        print(f"rehearse: {label}: main_ppo to step {last_step} on {nproc} CPU rank(s); log {log}; Ray in {ray_tmp}",
+        print(f"rehearse: {label}: {trainer} to step {last_step} on {nproc} CPU rank(s); log {log}; Ray in {ray_tmp}",
               flush=True)
         spaces = []
         code, seen, error = runner.run(argv + overrides_run + [f"hydra.run.dir={out / 'hydra'}"], env, run_cwd, log,
                                        ray_tmp, options.timeout, label, said=said, namespace=spaces)
         logs.append(log)
         if spaces and spaces[0]:
-            print(f"rehearse: {label}: main_ppo ran in PID namespace {spaces[0]} (its processes carry "
+            print(f"rehearse: {label}: {trainer} ran in PID namespace {spaces[0]} (its processes carry "
                   f"{runner.MARK}={spaces[1]}); every process in it ended with it", flush=True)
         if code != 0 or error:
-            print(f"verl-ascend rehearse: main_ppo ({label}) failed, exit {code}: {error or 'see ' + str(log)}",
+            print(f"verl-ascend rehearse: {trainer} ({label}) failed, exit {code}: {error or 'see ' + str(log)}",
                   file=sys.stderr)
             return 1
         if not seen or max(seen) != last_step:
-            print(f"verl-ascend rehearse: main_ppo ({label}) exited 0 but logged steps {seen or 'none'} "
+            print(f"verl-ascend rehearse: {trainer} ({label}) exited 0 but logged steps {seen or 'none'} "
                   f"(expected up to {last_step}); see {log}", file=sys.stderr)
             return 1
     ckpts = _checkpoints(ckpt_dir)
