@@ -1,6 +1,7 @@
 """Small helpers shared by patch modules: marking wrappers so a second apply is a no-op."""
 
 import functools
+import inspect
 
 MARK = "__verl_ascend_patch__"
 
@@ -9,24 +10,40 @@ def is_wrapped(func, name: str) -> bool:
     return getattr(func, MARK, None) == name
 
 
+def _descriptor(owner, attr: str):
+    """``staticmethod``/``classmethod`` when a class holds ``attr`` as one (itself or by inheritance), else None.
+
+    Read through ``getattr`` such a method loses its kind (a plain function, a method bound to the class);
+    set back as it was read, an instance call would pass itself where the method takes none or the class.
+    """
+    if not isinstance(owner, type):
+        return None
+    raw = inspect.getattr_static(owner, attr, None)
+    return type(raw) if isinstance(raw, (staticmethod, classmethod)) else None
+
+
 def wrap(owner, attr: str, name: str, make_wrapper) -> bool:
     """Replace ``owner.attr`` with ``make_wrapper(original)`` unless this patch already did.
 
-    Returns True when it replaced something. The original stays reachable as ``__wrapped__``.
+    Returns True when it replaced something. The original stays reachable as ``__wrapped__``. A
+    ``staticmethod`` or ``classmethod`` stays one: ``make_wrapper`` gets the function inside (for a
+    classmethod, called with the class first, as a method is called with the instance first).
     """
-    original = getattr(owner, attr)
+    kind = _descriptor(owner, attr)
+    original = inspect.getattr_static(owner, attr).__func__ if kind else getattr(owner, attr)
     if is_wrapped(original, name):
         return False
     wrapper = make_wrapper(original)
     functools.update_wrapper(wrapper, original)
     setattr(wrapper, MARK, name)
-    setattr(owner, attr, wrapper)
+    setattr(owner, attr, kind(wrapper) if kind else wrapper)
     return True
 
 
 def unwrap(owner, attr: str, name: str) -> bool:
-    current = getattr(owner, attr, None)
+    kind = _descriptor(owner, attr)
+    current = inspect.getattr_static(owner, attr).__func__ if kind else getattr(owner, attr, None)
     if current is None or not is_wrapped(current, name):
         return False
-    setattr(owner, attr, current.__wrapped__)
+    setattr(owner, attr, kind(current.__wrapped__) if kind else current.__wrapped__)
     return True
