@@ -14,9 +14,20 @@
 # constraints, certificate), so both install the same wheels. VERL_ASCEND_INSTALLER=pip forces pip.
 # Concurrent runs on one checkout wait for each other's set-up of the same version (flock).
 # Exits non-zero if any run fails (pytest's 5, "no tests collected", included).
+#
+# torch: the requirements file's `torch==` line (the torch that version's users run), else 2.13.0
+# (the CPU wheel); TORCH_SPEC=torch==X overrides it for every version. The package index has no CPU
+# builds of 2.7.1 / 2.5.1, so those are its CUDA wheels, which run on CPU. `import torch` needs the
+# nvidia-* libraries they link (without them: "ValueError: libcublas.so.*[0-9] not found"), but not
+# triton or nvtx; uv leaves those two out (dev/excludes-torch-cuda.txt; pip installs them). Measured
+# 2026-12-01 for torch 2.7.1+cu126, uv, 2 shared cores: 4.5 GB and 40 s from an empty uv cache
+# (5.0 GB / 44 s with triton), under 2 s from a warm one (hard links); 2.5.1+cu124 the same.
+# dev/overrides-verl-<v>.txt, when present, holds versions installed over verl's own pins (what
+# the users of that stack run): uv --overrides, pip installs them with --no-deps afterwards.
+# A "# test-marker: NAME" line in the requirements file runs only the tests marked NAME there
+# (tests/conftest.py; VERL_ASCEND_TEST_MARKER): a small environment for one stack.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-TORCH_SPEC=${TORCH_SPEC:-torch==2.13.0}
 PY=${PYTHON:-python3}
 
 versions=()
@@ -105,10 +116,12 @@ PY
   UV_ARGS+=(--index-strategy unsafe-best-match)
 }
 
+OVERRIDES=""  # set per version: dev/overrides-verl-<v>.txt or empty
 install_into() {  # install_into VENV ARGS...: resolve and install ARGS into VENV
   local venv=$1; shift
   if [ -n "$UV" ]; then
-    "$UV" pip install -q --python "$venv/bin/python" "${UV_ARGS[@]}" "$@"
+    "$UV" pip install -q --python "$venv/bin/python" "${UV_ARGS[@]}" --excludes dev/excludes-torch-cuda.txt \
+      ${OVERRIDES:+--overrides "$OVERRIDES"} "$@"
   else
     quiet_pip "$venv/bin/python" -m pip install -q "$@"
   fi
@@ -152,7 +165,12 @@ for v in "${versions[@]}"; do
   req="dev/requirements-verl-$v.txt"
   [ -f "$req" ] || { echo "no $req: supported test versions are $(ls dev/requirements-verl-*.txt | sed 's/.*verl-//;s/.txt//' | tr '\n' ' ')" >&2; exit 2; }
   venv=".venvs/verl-$v"
-  stamp=$(cat "$req" pyproject.toml | sha256sum | cut -c1-16)-$TORCH_SPEC
+  torch_spec=${TORCH_SPEC:-$(grep -m1 -oE '^torch==[^[:space:]#]+' "$req" || echo torch==2.13.0)}
+  overrides="dev/overrides-verl-$v.txt"
+  [ -f "$overrides" ] || overrides=""
+  OVERRIDES=$overrides
+  marker=$(sed -n 's/^# test-marker: *\([A-Za-z_][A-Za-z0-9_]*\).*/\1/p' "$req" | head -1)
+  stamp=$(cat "$req" pyproject.toml dev/excludes-torch-cuda.txt ${overrides:+"$overrides"} | sha256sum | cut -c1-16)-$torch_spec
   (
     if command -v flock >/dev/null; then flock 9; fi  # another run of this script on this checkout may be setting up the same version
     if [ ! -f "$venv/pyvenv.cfg" ] || [ ! -x "$venv/bin/python" ]; then
@@ -160,11 +178,12 @@ for v in "${versions[@]}"; do
       echo "== creating $venv"
       create_venv "$venv"
       # torch first on its own, from the CPU wheel, so nothing below can pull a CUDA build
-      install_into "$venv" "$TORCH_SPEC"
+      install_into "$venv" "$torch_spec"
     fi
     if [ "$(cat "$venv/.stamp" 2>/dev/null)" != "$stamp" ]; then
       echo "== installing dependencies into $venv${UV:+ (uv)}"
-      install_into "$venv" "$TORCH_SPEC" -r "$req" ".[test,convert,plot]"
+      install_into "$venv" "$torch_spec" -r "$req" ".[test,convert,plot]"
+      if [ -z "$UV" ] && [ -n "$overrides" ]; then quiet_pip "$venv/bin/python" -m pip install -q --no-deps -r "$overrides"; fi
       echo "$stamp" > "$venv/.stamp"
     fi
     if [ -n "$UV" ]; then
@@ -173,9 +192,10 @@ for v in "${versions[@]}"; do
       quiet_pip "$venv/bin/python" -m pip install -q --no-deps --force-reinstall . >/dev/null
     fi
   ) 9>".venvs/verl-$v.lock"
-  echo "== verl $v: $*"
+  echo "== verl $v ($torch_spec${marker:+, only tests marked $marker}): $*"
   # tests marked verl_agnostic run only where VERL_ASCEND_TEST_ENV_INDEX=0 (tests/conftest.py)
-  if ! PATH="$PWD/$venv/bin:$PATH" VIRTUAL_ENV="$PWD/$venv" VERL_ASCEND_TEST_ENV_INDEX=$index "$@"; then
+  if ! PATH="$PWD/$venv/bin:$PATH" VIRTUAL_ENV="$PWD/$venv" VERL_ASCEND_TEST_ENV_INDEX=$index \
+       VERL_ASCEND_TEST_MARKER=$marker "$@"; then
     echo "== verl $v: FAILED" >&2
     status=1
   fi

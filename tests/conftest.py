@@ -2,6 +2,11 @@
 
 Tests run once per verl version (dev/with-verl.sh). Tests that do not touch verl at all carry
 ``@pytest.mark.verl_agnostic`` and run only in the first environment, to keep CI inside its budget.
+
+A small environment for one users' stack runs only the tests that declare themselves for it: its
+requirements file names a marker (``# test-marker: field_stack`` in dev/requirements-verl-0.5.0.txt),
+dev/with-verl.sh passes it as ``VERL_ASCEND_TEST_MARKER``, and every other test is deselected there
+(it runs in the full environments). If nothing is marked, pytest exits 5 and with-verl.sh fails.
 """
 
 import os
@@ -11,6 +16,8 @@ import pytest
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "verl_agnostic: does not touch verl; runs in the first test environment only")
+    config.addinivalue_line("markers", "field_stack: also runs in the field report's stack (verl 0.5.0, torch 2.5.1, "
+                            "megatron-core 0.12): runtime patches and read-only tools")
 
 
 # The longest files (each a few main_ppo runs) go first: `--dist loadfile` hands files out in collection
@@ -21,6 +28,11 @@ LONGEST_FIRST = ("test_rehearse.py", "test_rehearse_dapo.py", "test_rehearse_fau
 def pytest_collection_modifyitems(config, items):
     order = {name: i for i, name in enumerate(LONGEST_FIRST)}
     items.sort(key=lambda item: order.get(item.path.name, len(order)))  # stable: the rest keep their order
+    marker = os.environ.get("VERL_ASCEND_TEST_MARKER", "")
+    if marker:
+        keep = [item for item in items if item.get_closest_marker(marker)]
+        config.hook.pytest_deselected(items=[item for item in items if not item.get_closest_marker(marker)])
+        items[:] = keep
     if os.environ.get("VERL_ASCEND_TEST_ENV_INDEX", "0") == "0":
         return
     skip = pytest.mark.skip(reason="verl-independent; runs in the first test environment")
