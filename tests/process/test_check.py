@@ -103,6 +103,45 @@ def test_shipped_recipe_passes(recipe, home, tmp_path):
     assert any(m.startswith("training phase") for m in hbm) and any(m.startswith("rollout KV cache") for m in hbm)
 
 
+# every recipe that launches a trainer (not a2_env.sh, dapo_common.sh, the Ray start scripts)
+TRAINER_RECIPES = sorted(p.name for p in RECIPES.glob("*.sh") if p.name.startswith(("grpo_", "dapo_qwen")))
+
+
+@pytest.mark.field_stack
+@pytest.mark.parametrize("recipe", TRAINER_RECIPES)
+def test_every_shipped_recipe_composes_or_says_why(recipe, home, tmp_path):
+    """On every verl we support (the field report's 0.5.0 included): a report with findings and exit
+    0/1/2, never an exception. A recipe whose keys the installed verl lacks (the 235B layout's
+    rollout.data_parallel_size on 0.5.0) is a compose finding naming the key; one that composes is judged."""
+    tree = _dapo_tree(tmp_path / "verl") if recipe.startswith("dapo") and not _main_ppo_runs_dapo() else None
+    report = check(RECIPES / recipe, verl_src=tree)
+    assert report["exit_code"] in (0, 1, 2) and report["findings"], report
+    compose_errors = [f for f in report["findings"] if f["subject"] == "compose" and f["severity"] == "error"]
+    if compose_errors:
+        assert report["exit_code"] == 2 and all(f["keys"] for f in compose_errors), compose_errors
+        return
+    layout = report["layout"]
+    assert layout["actor"]["strategy"] == "megatron"
+    assert ("ref" in layout) == recipe.startswith("grpo")  # GRPO keeps a reference model (KL), DAPO does not
+    assert any(f["subject"] == "hbm" for f in report["findings"]), report["findings"]
+
+
+@pytest.mark.field_stack
+def test_a_size_written_as_None_is_unset_and_a_word_is_a_finding(home, tmp_path):
+    """verl 0.5.0's ref/megatron_ref.yaml writes `expert_tensor_parallel_size: None` (YAML: the string
+    'None'); planted here on whatever verl is installed. It reads as unset (Megatron's default: the
+    dense TP); a size that is no number at all is an error finding naming the key, exit 2."""
+    key = f"{ARR}.ref.megatron.expert_tensor_parallel_size"
+    plain = check(RECIPES / "grpo_qwen2_5_7b_a2.sh")
+    as_none = check(planted(tmp_path / "none", "grpo_qwen2_5_7b_a2.sh", [f"++{key}=None"]))
+    assert as_none["exit_code"] == plain["exit_code"], as_none["findings"]
+    assert as_none["layout"] == plain["layout"]
+    word = check(planted(tmp_path / "word", "grpo_qwen2_5_7b_a2.sh", [f"++{key}=two"]))
+    assert word["exit_code"] == 2, word["findings"]
+    (bad,) = [f for f in word["findings"] if key in f["keys"]]
+    assert bad["severity"] == "error" and "'two'" in bad["message"] and key in bad["fix"], bad
+
+
 _MOE_CONFIG = {"architectures": ["Qwen3MoeForCausalLM"], "num_hidden_layers": 94, "hidden_size": 4096,
                "num_attention_heads": 64, "num_key_value_heads": 4, "head_dim": 128, "intermediate_size": 12288,
                "moe_intermediate_size": 1536, "num_experts": 126, "num_experts_per_tok": 8, "vocab_size": 151936,

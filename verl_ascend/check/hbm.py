@@ -13,7 +13,7 @@ KV cache, next to whatever training state is not offloaded.
 import math
 
 from .findings import ERROR, INFO, WARNING, finding
-from .layout import ARR, get, rollout_layout, train_layout
+from .layout import ARR, get, get_float, get_int, rollout_layout, train_layout
 
 GB = 1e9
 RUNTIME_RESERVE_GB = 3.0  # HCCL buffers, CANN workspace, allocator fragmentation headroom
@@ -33,11 +33,11 @@ def _training(ctx, lay):
     weights = 2 * (dense + expert)
     grads = 4 * (dense + expert)
     optimizer = 12 * (dense / dense_dp + expert / expert_dp)
-    seq = int(get(cfg, "data.max_prompt_length", 0)) + int(get(cfg, "data.max_response_length", 0))
+    seq = get_int(cfg, "data.max_prompt_length", 0) + get_int(cfg, "data.max_response_length", 0)
     if get(cfg, f"{ARR}.actor.use_dynamic_bsz", False):
-        tokens = int(get(cfg, f"{ARR}.actor.ppo_max_token_len_per_gpu", seq))
+        tokens = get_int(cfg, f"{ARR}.actor.ppo_max_token_len_per_gpu", seq)
     else:
-        tokens = int(get(cfg, f"{ARR}.actor.ppo_micro_batch_size_per_gpu", 1) or 1) * seq
+        tokens = (get_int(cfg, f"{ARR}.actor.ppo_micro_batch_size_per_gpu", 1) or 1) * seq
     tokens = tokens / lay.cp
     layers = math.ceil(facts.num_layers / lay.pp) if lay.first_stage_layers is None else max(
         lay.first_stage_layers, lay.last_stage_layers or 0, math.ceil(facts.num_layers / lay.pp))
@@ -95,7 +95,7 @@ def estimate(ctx) -> list:
     else:
         resident = {}
     ro = rollout_layout(cfg)
-    util = float(get(cfg, f"{ARR}.rollout.gpu_memory_utilization", 0.5))
+    util = get_float(cfg, f"{ARR}.rollout.gpu_memory_utilization", 0.5)
     engine = util * rank_gb * GB
     rollout_parts = dict(resident, **{"vLLM (gpu_memory_utilization)": engine, "runtime": RUNTIME_RESERVE_GB * GB})
     total = sum(rollout_parts.values()) / GB
@@ -111,7 +111,7 @@ def estimate(ctx) -> list:
     expert_split = ro.ep if (facts.is_moe and ro.ep > 1) else ro.tp
     weights = 2 * (facts.dense_params() / ro.tp + (facts.expert_params() / expert_split if facts.is_moe else 0))
     kv_budget = engine - weights - ENGINE_WORKSPACE_GB * GB
-    seq = int(get(cfg, "data.max_prompt_length", 0)) + int(get(cfg, "data.max_response_length", 0))
+    seq = get_int(cfg, "data.max_prompt_length", 0) + get_int(cfg, "data.max_response_length", 0)
     kv_keys = (f"{ARR}.rollout.gpu_memory_utilization", f"{ARR}.rollout.tensor_model_parallel_size",
                f"{ARR}.rollout.expert_parallel_size")
     if kv_budget <= 0:

@@ -8,9 +8,47 @@ from omegaconf import OmegaConf
 ARR = "actor_rollout_ref"
 
 
+# How an unset value can look in a composed config. YAML's null is None, but verl's own files also
+# write `None`, which YAML reads as the *string* 'None' (verl 0.5.0's ref/megatron_ref.yaml:
+# `expert_tensor_parallel_size: None`); verl's workers treat both as unset, so check does too.
+_UNSET = ("none", "null", "~", "")
+
+
+class BadValue(ValueError):
+    """A config value check reads as a number is not one: reported as a finding (exit 2), never a traceback."""
+
+    def __init__(self, key: str, value, kind: str):
+        super().__init__(f"{key}={value!r} is not {kind}")
+        self.key, self.value, self.kind = key, value, kind
+
+
 def get(cfg, key: str, default=None):
     value = OmegaConf.select(cfg, key, default=default)
-    return default if value is None else value
+    if value is None or (isinstance(value, str) and value.strip().lower() in _UNSET):
+        return default
+    return value
+
+
+def get_int(cfg, key: str, default=None):
+    """``key`` as an int (``default`` when unset); BadValue when it is set to something else."""
+    value = get(cfg, key, default)
+    if value is None or isinstance(value, int):
+        return None if value is None else int(value)
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, str) and value.strip().lstrip("+-").isdigit():
+        return int(value)
+    raise BadValue(key, value, "a whole number")
+
+
+def get_float(cfg, key: str, default=None):
+    value = get(cfg, key, default)
+    if value is None or isinstance(value, (int, float)):
+        return None if value is None else float(value)
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        raise BadValue(key, value, "a number") from None
 
 
 @dataclasses.dataclass
@@ -56,10 +94,10 @@ def ulysses(cfg, role: str, engine: bool) -> tuple:
     the role's own key still wins when it is above 1 (verl's FSDPActorConfig copies it over, for old
     recipes) -- see ``verl/workers/config/actor.py`` and ``verl/workers/engine/fsdp/transformer_impl.py``."""
     legacy_key = f"{ARR}.{role}.ulysses_sequence_parallel_size"
-    legacy = int(get(cfg, legacy_key, 1))
+    legacy = get_int(cfg, legacy_key, 1)
     engine_key = f"{ARR}.{role}.fsdp_config.ulysses_sequence_parallel_size"
     if engine and legacy <= 1 and OmegaConf.select(cfg, engine_key) is not None:
-        return int(get(cfg, engine_key, 1)), engine_key
+        return get_int(cfg, engine_key, 1), engine_key
     return legacy, legacy_key
 
 
@@ -71,18 +109,17 @@ def train_layout(cfg, role: str, engine: bool = False) -> TrainLayout:
         sp, key = ulysses(cfg, role, engine)
         return TrainLayout(role, strategy, cp=sp, sp_key=key)
     m = f"{base}.megatron"
-    otc = get(cfg, f"{m}.override_transformer_config", {}) or {}
-    tp = int(get(cfg, f"{m}.tensor_model_parallel_size", 1))
+    tp = get_int(cfg, f"{m}.tensor_model_parallel_size", 1)
     return TrainLayout(
         role, strategy, tp=tp,
-        pp=int(get(cfg, f"{m}.pipeline_model_parallel_size", 1)),
-        cp=int(get(cfg, f"{m}.context_parallel_size", 1)),
-        ep=int(get(cfg, f"{m}.expert_model_parallel_size", 1)),
+        pp=get_int(cfg, f"{m}.pipeline_model_parallel_size", 1),
+        cp=get_int(cfg, f"{m}.context_parallel_size", 1),
+        ep=get_int(cfg, f"{m}.expert_model_parallel_size", 1),
         # Megatron uses the dense TP for experts unless expert_tensor_parallel_size says otherwise
-        etp=int(get(cfg, f"{m}.expert_tensor_parallel_size", tp)),
-        vpp=get(cfg, f"{m}.virtual_pipeline_model_parallel_size"),
-        first_stage_layers=otc.get("num_layers_in_first_pipeline_stage"),
-        last_stage_layers=otc.get("num_layers_in_last_pipeline_stage"),
+        etp=get_int(cfg, f"{m}.expert_tensor_parallel_size", tp),
+        vpp=get_int(cfg, f"{m}.virtual_pipeline_model_parallel_size"),
+        first_stage_layers=get_int(cfg, f"{m}.override_transformer_config.num_layers_in_first_pipeline_stage"),
+        last_stage_layers=get_int(cfg, f"{m}.override_transformer_config.num_layers_in_last_pipeline_stage"),
         use_mbridge=bool(get(cfg, f"{m}.use_mbridge", False)),
         sp_key=f"{m}.context_parallel_size",
     )
@@ -103,12 +140,12 @@ class RolloutLayout:
 
 def rollout_layout(cfg) -> RolloutLayout:
     r = f"{ARR}.rollout"
-    return RolloutLayout(tp=int(get(cfg, f"{r}.tensor_model_parallel_size", 1)),
-                         dp=int(get(cfg, f"{r}.data_parallel_size", 1)),
-                         pp=int(get(cfg, f"{r}.pipeline_model_parallel_size", 1)),
-                         ep=int(get(cfg, f"{r}.expert_parallel_size", 1)),
+    return RolloutLayout(tp=get_int(cfg, f"{r}.tensor_model_parallel_size", 1),
+                         dp=get_int(cfg, f"{r}.data_parallel_size", 1),
+                         pp=get_int(cfg, f"{r}.pipeline_model_parallel_size", 1),
+                         ep=get_int(cfg, f"{r}.expert_parallel_size", 1),
                          name=str(get(cfg, f"{r}.name", "")))
 
 
 def world_size(cfg) -> int:
-    return int(get(cfg, "trainer.nnodes", 1)) * int(get(cfg, "trainer.n_gpus_per_node", 8))
+    return get_int(cfg, "trainer.nnodes", 1) * get_int(cfg, "trainer.n_gpus_per_node", 8)

@@ -6,7 +6,7 @@ import sys
 
 from . import bridge, compose, extract, hbm, model_facts, profiles, rules, trainer_path, verl_checks
 from .findings import ERROR, INFO, exit_code, finding
-from .layout import ARR, get, rollout_layout, train_layout, world_size
+from .layout import ARR, BadValue, get, rollout_layout, train_layout, world_size
 
 
 def _verl_features() -> tuple:
@@ -102,6 +102,15 @@ def _run_check(script, sets, verl_src, device) -> dict:
     report["verl_version"] = version
     if cfg is None:
         return _finish(report, findings)
+    try:
+        return _judge(report, cfg, launch, profile, findings, version, has_auto, patch_active)
+    except BadValue as exc:  # a size the rules need is not a number: the recipe's error, stated as one
+        bad = finding("config", ERROR, (exc.key,), f"{exc}: the parallel, batch and memory rules need it",
+                      f"set {exc.key} to {exc.kind}, or drop the override to keep verl's default")
+        return _finish(report, findings + [bad])
+
+
+def _judge(report, cfg, launch, profile, findings, version, has_auto, patch_active) -> dict:
     loop, loop_findings = trainer_path.findings(cfg, version)
     report["trainer"] = loop
     findings += [trainer_path.describe(loop)] + loop_findings

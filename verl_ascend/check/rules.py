@@ -5,7 +5,7 @@ import dataclasses
 from typing import Optional
 
 from .findings import ERROR, INFO, WARNING, finding
-from .layout import ARR, get, rollout_layout, train_layout, world_size
+from .layout import ARR, get, get_int, rollout_layout, train_layout, world_size
 from .model_facts import ModelFacts
 from .profiles import DEFAULT, PROFILES, Profile
 
@@ -42,7 +42,7 @@ def _divisors_near(total: int, target: int) -> list:
 
 def _nodes_for(cfg, ranks: int) -> int:
     """Smallest node count whose NPUs a group of `ranks` ranks divides."""
-    per_node = int(get(cfg, "trainer.n_gpus_per_node", 8))
+    per_node = get_int(cfg, "trainer.n_gpus_per_node", 8)
     return next(n for n in range(1, ranks + 1) if (n * per_node) % ranks == 0)
 
 
@@ -52,7 +52,7 @@ def parallel(ctx: Context) -> list:
     for lay in ctx.layouts():
         if not lay.is_megatron:
             engine_key = f"{ARR}.{lay.role}.fsdp_config.ulysses_sequence_parallel_size"
-            engine_sp = int(get(ctx.cfg, engine_key, 1))
+            engine_sp = get_int(ctx.cfg, engine_key, 1)
             if not ctx.engine_workers and engine_sp > 1 and lay.cp == 1:
                 out.append(finding("parallel", WARNING, (engine_key, lay.sp_key),
                                    f"{lay.role}: {engine_key.rsplit('.', 2)[1]}.ulysses_sequence_parallel_size="
@@ -83,7 +83,7 @@ def parallel(ctx: Context) -> list:
                                    f"{lay.role}: {per_stage} ranks per pipeline stage ({world} / PP {lay.pp}) are not "
                                    f"divisible by expert TP {lay.etp} x EP {lay.ep} = {lay.etp * lay.ep}",
                                    f"choose EP so that ETP x EP divides {per_stage}"))
-        if lay.tp > int(get(ctx.cfg, "trainer.n_gpus_per_node", 8)):
+        if lay.tp > get_int(ctx.cfg, "trainer.n_gpus_per_node", 8):
             hccs = ctx.profile.superpod and str(ctx.launch_env.get("HCCL_INTER_HCCS_DISABLE", "")).upper() != "TRUE"
             if hccs:
                 out.append(finding("parallel", INFO, (lay.key("tensor_model_parallel_size"), NODE[1]),
@@ -115,9 +115,9 @@ def batch(ctx: Context) -> list:
     out, cfg = [], ctx.cfg
     actor = train_layout(cfg, "actor", ctx.engine_workers)
     dp = actor.dp(ctx.world)
-    n = int(get(cfg, f"{ARR}.rollout.n", 1))
-    tbs = int(get(cfg, "data.train_batch_size", 0))
-    mini = int(get(cfg, f"{ARR}.actor.ppo_mini_batch_size", 0))
+    n = get_int(cfg, f"{ARR}.rollout.n", 1)
+    tbs = get_int(cfg, "data.train_batch_size", 0)
+    mini = get_int(cfg, f"{ARR}.actor.ppo_mini_batch_size", 0)
     k_tbs, k_mini, k_n = "data.train_batch_size", f"{ARR}.actor.ppo_mini_batch_size", f"{ARR}.rollout.n"
     k_micro = f"{ARR}.actor.ppo_micro_batch_size_per_gpu"
     adv = str(get(cfg, "algorithm.adv_estimator", ""))
@@ -147,35 +147,35 @@ def batch(ctx: Context) -> list:
                            f"make ppo_mini_batch_size x n a multiple of {dp}"))
     elif not get(cfg, f"{ARR}.actor.use_dynamic_bsz", False):
         per_rank = mini * n // dp
-        micro = get(cfg, f"{ARR}.actor.ppo_micro_batch_size_per_gpu")
-        if micro and per_rank % int(micro):
+        micro = get_int(cfg, f"{ARR}.actor.ppo_micro_batch_size_per_gpu")
+        if micro and per_rank % micro:
             out.append(finding("batch", ERROR, (k_micro, k_mini, k_n),
                                f"per-rank mini-batch {per_rank} (= {mini} x {n} / DP {dp}) is not divisible by "
                                f"ppo_micro_batch_size_per_gpu {micro}",
                                f"use a micro-batch among {[d for d in range(1, min(per_rank, 16) + 1) if per_rank % d == 0]}"))
-        elif micro and actor.is_megatron and actor.pp > 1 and per_rank // int(micro) < actor.pp:
+        elif micro and actor.is_megatron and actor.pp > 1 and per_rank // micro < actor.pp:
             out.append(finding("batch", WARNING, (k_micro, actor.key("pipeline_model_parallel_size")),
-                               f"{per_rank // int(micro)} micro-batches per mini-batch for PP {actor.pp}: the pipeline "
+                               f"{per_rank // micro} micro-batches per mini-batch for PP {actor.pp}: the pipeline "
                                "idles most of the time", f"use at least {actor.pp} micro-batches per mini-batch"))
     return out
 
 
 def lengths(ctx: Context) -> list:
     out, cfg = [], ctx.cfg
-    p, r = int(get(cfg, "data.max_prompt_length", 0)), int(get(cfg, "data.max_response_length", 0))
+    p, r = get_int(cfg, "data.max_prompt_length", 0), get_int(cfg, "data.max_response_length", 0)
     seq = p + r
     pr = ("data.max_prompt_length", "data.max_response_length")
     ro = f"{ARR}.rollout"
-    max_model_len = get(cfg, f"{ro}.max_model_len")
-    if max_model_len and int(max_model_len) < seq:
+    max_model_len = get_int(cfg, f"{ro}.max_model_len")
+    if max_model_len and max_model_len < seq:
         out.append(finding("lengths", ERROR, (f"{ro}.max_model_len",) + pr,
                            f"prompt {p} + response {r} = {seq} tokens exceed rollout.max_model_len {max_model_len}",
                            f"raise {ro}.max_model_len to >= {seq} or shorten the lengths"))
-    batched = get(cfg, f"{ro}.max_num_batched_tokens")
+    batched = get_int(cfg, f"{ro}.max_num_batched_tokens")
     engine = str(get(cfg, f"{ro}.name", "vllm"))
     # vLLM-only: without chunked prefill a whole prompt must fit one scheduler step. sglang has its own
     # chunked prefill settings; verl versions that raise the value themselves make it a note.
-    if engine == "vllm" and batched and not get(cfg, f"{ro}.enable_chunked_prefill", True) and int(batched) < seq:
+    if engine == "vllm" and batched and not get(cfg, f"{ro}.enable_chunked_prefill", True) and batched < seq:
         keys = (f"{ro}.max_num_batched_tokens", f"{ro}.enable_chunked_prefill") + pr
         if ctx.verl_raises_batched_tokens:
             out.append(finding("lengths", INFO, keys,
@@ -195,9 +195,9 @@ def lengths(ctx: Context) -> list:
                     (f"{ARR}.ref.log_prob_max_token_len_per_gpu", ref_sp)):
         dyn_key = key.replace("ppo_max_token_len_per_gpu", "use_dynamic_bsz").replace(
             "log_prob_max_token_len_per_gpu", "log_prob_use_dynamic_bsz")
-        limit = get(cfg, key)
-        if get(cfg, dyn_key, False) and limit and int(limit) * sp < seq:
-            per = f" x sequence parallel {sp} = {int(limit) * sp}" if sp > 1 else ""
+        limit = get_int(cfg, key)
+        if get(cfg, dyn_key, False) and limit and limit * sp < seq:
+            per = f" x sequence parallel {sp} = {limit * sp}" if sp > 1 else ""
             out.append(finding("lengths", ERROR, (key, dyn_key) + pr,
                                f"with dynamic batch size one {seq}-token sequence must fit "
                                f"{key.rsplit('.', 1)[1]}={limit}{per}",
@@ -247,7 +247,7 @@ def pipeline(ctx: Context) -> list:
                                f"{lay.role}: first stage {first} + last stage {last} layers leave {rest} of "
                                f"{ctx.facts.name}'s {layers} layers for {middle_stages} middle stages (PP {lay.pp}): "
                                "not an even split", _stage_split_fix(layers, lay.pp)))
-        elif lay.vpp and middle_stages and (rest // middle_stages) % int(lay.vpp):
+        elif lay.vpp and middle_stages and (rest // middle_stages) % lay.vpp:
             out.append(finding("pipeline", ERROR, keys + (lay.key("virtual_pipeline_model_parallel_size"),),
                                f"{lay.role}: {rest // middle_stages} layers per stage do not split into VPP {lay.vpp} chunks",
                                "choose a VPP dividing the layers per stage"))
@@ -303,7 +303,7 @@ def experts(ctx: Context) -> list:
 def known_bad(ctx: Context) -> list:
     out = []
     for lay in ctx.layouts():
-        if lay.is_megatron and lay.use_mbridge and lay.vpp and int(lay.vpp) > 1:
+        if lay.is_megatron and lay.use_mbridge and lay.vpp and lay.vpp > 1:
             out.append(finding("known-bad", ERROR, (lay.key("use_mbridge"), lay.key("virtual_pipeline_model_parallel_size")),
                                f"{lay.role}: mbridge cannot build models with virtual pipeline parallel (VPP {lay.vpp})",
                                f"remove {lay.key('virtual_pipeline_model_parallel_size')} or set use_mbridge=False "
@@ -344,7 +344,7 @@ def env(launch_env: dict, profile: Profile = PROFILES[DEFAULT]) -> list:
 def node(ctx: Context) -> list:
     """Ranks per node vs the device profile, and the visible-device list the launch exports."""
     out, prof = [], ctx.profile
-    per_node = int(get(ctx.cfg, NODE[1], 8))
+    per_node = get_int(ctx.cfg, NODE[1], 8)
     if per_node != prof.ranks_per_node:
         note = " (an Atlas 200T A2 Box16 has 16)" if prof.name.startswith("a2") and per_node == 16 else ""
         out.append(finding("parallel", WARNING, (NODE[1],),
