@@ -1,6 +1,7 @@
 """`verl-ascend patches check` on pristine, patched and unsupported trees; the supported-range warning."""
 
 import json
+import shutil
 
 import pytest
 from subproc import run_cli
@@ -73,6 +74,30 @@ def test_unsupported_version_tree_warns_and_tries_every_diff():
     assert "files not in this tree: verl/plugin/platform" in proc.stdout  # the 0.9 layout does not exist yet
     # a file a diff creates (rollout_order adds verl/utils/rollout_order.py) is never "missing"
     assert "rollout_order.py" not in proc.stdout
+
+
+@pytest.mark.verl_agnostic
+def test_code_defined_in_another_file_is_not_obsolete(tmp_path):
+    """verl 0.5.0 defines MegatronWorker._init_hf_config_and_tf_config in
+    single_controller/base/megatron/worker.py, not in workers/megatron_workers.py, which the 0.6.1
+    mindspeed diff edits: the code is there, so the diff does not apply (another layout), never "obsolete".
+    Removed from every file of the tree, it is obsolete."""
+    diff = next(d for d in VERL_DIFFS if d.version == "0.6.1" and d.fix == "mindspeed")
+    rel, text = diff.header["Obsolete-if-missing"][0].split(": ", 1)
+    tree = verl_tree("0.5.0")
+    holders = sorted(p.relative_to(tree).as_posix() for p in (tree / "verl").rglob("*.py") if text in p.read_text())
+    assert holders and rel not in holders, holders  # what makes this the case under test
+    _, reports = check("--source", str(tree))
+    row = next(r for r in reports["verl"]["diffs"] if (r["for_version"], r["fix"]) == ("0.6.1", "mindspeed"))
+    assert row["state"] == "does not apply" and all(h in row["detail"] for h in holders), row
+    gone = tmp_path / "tree"
+    shutil.copytree(tree, gone)
+    for holder in holders:
+        path = gone / holder
+        path.write_text(path.read_text().replace(text, "def _renamed_upstream("))
+    _, reports = check("--source", str(gone))
+    row = next(r for r in reports["verl"]["diffs"] if (r["for_version"], r["fix"]) == ("0.6.1", "mindspeed"))
+    assert row["state"] == "obsolete" and "no file under verl/" in row["detail"], row
 
 
 @pytest.mark.verl_agnostic

@@ -12,7 +12,8 @@ A diff's header (free text before the first ``diff --git``, ignored by git apply
     Upstream: the upstream issue/PR/version, or "not filed yet"
     Remove-when: condition
     Obsolete-if: <file>: <text>          the upstream fix is present when <file> contains <text>
-    Obsolete-if-missing: <file>: <text>  the code this diff fixes is gone when <text> is absent
+    Obsolete-if-missing: <file>: <text>  the code this diff fixes is gone when <text> is absent from
+                                         <file> and from every other source file of the project
 """
 
 import dataclasses
@@ -189,6 +190,18 @@ def _contains(root: Path, rel: str, text: str) -> bool:
     return path.is_file() and text in path.read_text(errors="replace")
 
 
+def _files_containing(root: Path, package: str, text: str) -> list:
+    """Source files of ``root/package`` holding ``text`` (relative paths, sorted)."""
+    found = []
+    for path in sorted((root / package).rglob("*.py")):
+        try:
+            if text in path.read_text(errors="replace"):
+                found.append(path.relative_to(root).as_posix())
+        except OSError:
+            continue
+    return found
+
+
 def check_diff(diff: Diff, root: Path) -> dict:
     ok, message = dry_run(diff.path, root)
     if ok:
@@ -204,8 +217,17 @@ def check_diff(diff: Diff, root: Path) -> dict:
         return {"state": CONFLICT, "detail": f"files not in this tree: {', '.join(missing)}"}
     for spec in diff.header.get("Obsolete-if-missing", []):
         rel, text = _marker(spec)
-        if not _contains(root, rel, text):
-            return {"state": OBSOLETE, "detail": f"the code this fixes is gone: {rel} has no {text!r}"}
+        if _contains(root, rel, text):
+            continue
+        # Gone from the file the diff edits is not gone: another version may define it elsewhere
+        # (verl 0.5.0 has MegatronWorker._init_hf_config_and_tf_config in
+        # single_controller/base/megatron/worker.py, 0.6.1 in workers/megatron_workers.py).
+        elsewhere = _files_containing(root, rel.split("/")[0], text)
+        if elsewhere:
+            return {"state": CONFLICT, "detail": f"the code this fixes is in {', '.join(elsewhere)} here, not in "
+                                                 f"{rel}: a layout this diff was not made for"}
+        return {"state": OBSOLETE, "detail": f"the code this fixes is gone: no file under {rel.split('/')[0]}/ "
+                                             f"has {text!r} (the diff edits {rel})"}
     lines = [ln for ln in message.splitlines() if "error" in ln.lower() or "failed" in ln.lower()]
     return {"state": CONFLICT, "detail": "; ".join(lines[:3]) or message[-300:]}
 
