@@ -334,3 +334,30 @@ def test_local_ray_head_resources_against_the_plan():
         shutil.rmtree(ray_tmp, ignore_errors=True)
     (b,) = bad["findings"]
     assert b["severity"] == "error" and "1 node(s) with 2 NPU" in b["message"] and "2 x 8 = 16" in b["message"]
+
+
+@pytest.mark.field_stack
+def test_doctor_status_and_import_verl_agree_on_support_and_skip_rehearsal_targets():
+    """One verdict on the installed verl (verl 0.5.0 of the field report's images included): doctor's
+    versions.verl, status's verl_support, and the WARNING `import verl` logs. Rehearsal-only records
+    (e.g. rehearse_offload's FSDP2 module, absent before torch 2.6) import nothing outside a
+    rehearsal, so neither tool reports their targets."""
+    from verl_ascend.core import activation
+
+    only = ",".join(g for g in ALL_GROUPS if g not in ("versions", "patches"))
+    data = report(doctor("--json", "--skip", only, env=clean_env(), timeout=600))
+    status = json.loads(run_cli("status", "--json", timeout=600).stdout)
+    verdict = status["verl_support"]
+    (verl_row,) = by_check(data)["versions.verl"]
+    assert verl_row["severity"] == ("ok" if verdict["supported"] else "warning"), (verl_row, verdict)
+    assert verdict["reason"] in verl_row["message"] and verdict["verl"] in verl_row["message"]
+    imported = subprocess.run([sys.executable, "-c", "import verl"], env=clean_env(), capture_output=True, text=True,
+                              timeout=300)
+    assert ("is outside the range verl-ascend supports" in imported.stderr) == (not verdict["supported"]), imported.stderr
+    def targets(rehearsal: bool) -> set:
+        return {t for name, (_, ts) in activation.PATCHES.items() if name.startswith("rehearse_") == rehearsal for t in ts}
+
+    rehearsal_targets = targets(True) - targets(False)  # the agent loop is also rollout_order's target
+    assert not rehearsal_targets & set(status["target_import_errors"]), status["target_import_errors"]
+    patch_rows = " ".join(f["message"] for f in by_check(data)["plugin.patches"])
+    assert not [t for t in rehearsal_targets if t in patch_rows], patch_rows

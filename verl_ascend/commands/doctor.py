@@ -66,7 +66,9 @@ def diagnose(args, env=None) -> tuple:
         findings += environment.check_visible_devices(env, npu_count)
         findings += environment.check_nofile()
     if "versions" not in skipped:
-        findings += software.check_versions(software.installed_versions(), ascend)
+        from verl_ascend.core import support
+
+        findings += software.check_versions(software.installed_versions(), ascend, support.installed_verdict())
         findings += known_good.check({d: platform.installed_version(d) for d in ("vllm-ascend", "vllm", "torch")}
                                      | {"torch_npu": platform.installed_version("torch-npu")})
         findings += trainer_loop.check()

@@ -2,7 +2,9 @@
 
 The decision is made by feature probes on ``verl.utils.device`` (which every verl imports from
 ``verl/__init__``) and, for 0.9-style trees, on the platform registry; the version string only goes
-into the message (source checkouts report e.g. ``0.8.0.dev``). Tested range: verl 0.6.1 to 0.9.x.
+into the message (source checkouts report e.g. ``0.8.0.dev``). Tested range: verl 0.5.0 to 0.9.x
+(0.5.0: the field report's MindSpeed-RL 2.2.0 images, which run a 0.5.0.dev fork). ``doctor``'s
+versions.verl and ``status`` show this same verdict (:func:`installed_verdict`).
 """
 
 import logging
@@ -10,7 +12,7 @@ import sys
 
 from verl_ascend.core import hooks
 
-SUPPORTED = "0.6.1 to 0.9.x"
+SUPPORTED = "0.5.0 to 0.9.x"
 logger = logging.getLogger("verl_ascend")
 _state = {"watching": False, "verdict": None}
 
@@ -20,7 +22,8 @@ def unsupported_reason(verl_module) -> str:
     device = sys.modules.get("verl.utils.device")
     if device is None:
         return "verl did not import verl.utils.device"
-    for name, since in (("get_device_name", ""), ("get_nccl_backend", ""), ("set_expandable_segments", " (verl 0.6.0+)")):
+    # get_visible_devices_keyword (verl 0.5.0+) is one of the queries the device patch guards
+    for name, since in (("get_device_name", ""), ("get_nccl_backend", ""), ("get_visible_devices_keyword", " (verl 0.5.0+)")):
         if not callable(getattr(device, name, None)):
             return f"verl.utils.device has no {name}(){since}"
     manager = sys.modules.get("verl.plugin.platform.platform_manager")
@@ -37,13 +40,18 @@ def unsupported_reason(verl_module) -> str:
     return ""
 
 
-def _check(verl_module) -> None:
+def _judge(verl_module) -> dict:
     try:
         reason = unsupported_reason(verl_module)
     except Exception as exc:  # a probe must never break `import verl`
         reason = f"support probe failed: {type(exc).__name__}: {exc}"
     version = getattr(verl_module, "__version__", None) or "(unknown version)"
-    _state["verdict"] = {"verl": version, "supported": not reason, "reason": reason}
+    return {"verl": version, "supported": not reason, "reason": reason}
+
+
+def _check(verl_module) -> None:
+    _state["verdict"] = verdict = _judge(verl_module)
+    version, reason = verdict["verl"], verdict["reason"]
     if reason:
         logger.warning(
             "verl %s is outside the range verl-ascend supports (%s): %s. Patches that cannot find their "
@@ -62,3 +70,20 @@ def watch() -> None:
 
 def verdict():
     return _state["verdict"]
+
+
+def installed_verdict():
+    """The verdict on the verl this Python imports, importing it if needed (the plugin's WARNING, if
+    any, is logged then, as at any `import verl`); None when torch or verl does not import."""
+    if _state["verdict"] is not None:
+        return _state["verdict"]
+    from verl_ascend.core import platform
+
+    if platform.torch_import_problem():
+        return None
+    try:
+        import verl
+    except Exception:
+        return None
+    # the plugin off (VERL_ASCEND=0) or verl imported before it was armed: judge without the log line
+    return _state["verdict"] or _judge(verl)

@@ -100,13 +100,25 @@ def check_cann(env, ascend_host, exists=os.path.isdir) -> list:
     return found
 
 
-def check_versions(versions, ascend_host) -> list:
-    """versions: dist name -> version or '' (verl, tensordict, vllm, vllm-ascend, mindspeed, megatron-core)."""
+def check_versions(versions, ascend_host, verl_verdict=None) -> list:
+    """versions: dist name -> version or '' (verl, tensordict, vllm, vllm-ascend, mindspeed, megatron-core);
+    verl_verdict: verl_ascend.core.support's verdict on the installed verl (what `import verl` warns
+    and `status` shows), None when verl did not import (the patches group reports why)."""
+    from verl_ascend.core.support import SUPPORTED
+
     found = []
     verl = versions.get("verl", "")
-    found.append(ok("versions.verl", f"verl {verl}") if verl else
-                 error("versions.verl", "verl is not installed in this environment",
-                       "install verl (0.6.1 or 0.9.x) into the Python that runs the trainer"))
+    if not verl:
+        found.append(error("versions.verl", "verl is not installed in this environment",
+                           f"install verl ({SUPPORTED}) into the Python that runs the trainer"))
+    elif verl_verdict and not verl_verdict["supported"]:
+        found.append(warn("versions.verl", f"verl {verl} is outside the range verl-ascend supports ({SUPPORTED}): "
+                          f"{verl_verdict['reason']}", f"install a verl in {SUPPORTED}; `verl-ascend status` "
+                          "shows which patches find their targets in this one"))
+    elif verl_verdict:
+        found.append(ok("versions.verl", f"verl {verl} (supported: {SUPPORTED})"))
+    else:
+        found.append(ok("versions.verl", f"verl {verl}"))
     td = versions.get("tensordict", "")
     if not td:
         found.append(error("versions.tensordict", "tensordict is not installed (verl needs it)", "pip install 'tensordict>=0.10'"))
