@@ -307,3 +307,52 @@ def test_cli_subcommand_and_script_entry(tmp_path):
     proc = subprocess.run([sys.executable, str(SCRIPT), "--hf_model_path", str(tmp_path / "nope"), "--output_path",
                            str(tmp_path / "out")], env=clean_env(), capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2 and "is not a directory" in proc.stderr
+
+
+# ---- what the converter needs, asked first (every environment: megatron-core 0.16, 0.13.0, 0.12.3) ----
+
+MBRIDGE_IMPORTS = """
+import json
+try:
+    from mbridge import AutoBridge
+    print(json.dumps(""))
+except Exception as e:
+    print(json.dumps(type(e).__name__ + ": " + str(e)))
+"""
+
+
+@pytest.mark.field_stack
+def test_megatron_core_below_the_floor_is_refused_before_any_work(tmp_path):
+    """Where mbridge cannot import with this megatron-core (0.12.x: Transformer Engine imported
+    unguarded), exit 2 naming the floor and the fix, nothing written, no traceback. Where it can, the
+    converter goes on to its next check (here: a non-empty --output_path, also exit 2)."""
+    from importlib import metadata
+
+    import torch
+    from safetensors.torch import save_file
+
+    from verl_ascend.convert.requirements import MCORE_FLOOR
+
+    # the installed wheel's own metadata: megatron-core only in the `megatron` extra, at the converter's floor
+    mcore_reqs = [r.replace(" ", "").replace("'", '"') for r in metadata.requires("verl-ascend") if r.startswith("megatron-core")]
+    assert mcore_reqs == [f'megatron-core>={MCORE_FLOOR};extra=="megatron"'], mcore_reqs
+    hf = tmp_path / "hf"
+    hf.mkdir()
+    (hf / "config.json").write_text(json.dumps({"model_type": "qwen2", "num_attention_heads": 4, "num_key_value_heads": 2,
+                                                "num_hidden_layers": 2, "hidden_size": 64, "vocab_size": 128,
+                                                "intermediate_size": 96}))
+    save_file({"model.embed_tokens.weight": torch.zeros(128, 64)}, str(hf / "model.safetensors"))
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "keep.txt").write_text("the user's")
+    problem = last_json(subprocess.run([sys.executable, "-c", MBRIDGE_IMPORTS], env=clean_env(), capture_output=True,
+                                       text=True, timeout=300))
+    proc = run_cli("convert", "--hf_model_path", str(hf), "--output_path", str(out), env=clean_env(**ENV), timeout=300)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    assert sorted(p.name for p in out.iterdir()) == ["keep.txt"] and not list(tmp_path.glob(".out.tmp-*"))
+    if problem:
+        mcore = metadata.version("megatron-core")
+        assert f"megatron-core >= {MCORE_FLOOR}" in proc.stderr and f"megatron-core {mcore}" in proc.stderr, proc.stderr
+        assert "verl-ascend[convert,megatron]" in proc.stderr and problem.split(":")[0] in proc.stderr
+    else:
+        assert "megatron-core >=" not in proc.stderr and str(out) in proc.stderr, proc.stderr

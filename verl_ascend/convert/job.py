@@ -41,8 +41,10 @@ def _alternative_layout(layout, ckpt, device):
 
 def run(options) -> int:
     """Convert and/or verify as ``options`` (the parsed convert flags) ask."""
+    from verl_ascend.convert import requirements
     from verl_ascend.convert.hf_source import ConvertError, Layout, check_layout, inspect
 
+    requirements.check()  # megatron-core / mbridge able to convert, before anything is read or written
     ckpt = inspect(options.hf_model_path)
     layout = Layout(options.tp, options.pp, options.ep, int(os.environ.get("WORLD_SIZE", "1")))
     check_layout(ckpt, layout)
