@@ -13,6 +13,7 @@ print(json.dumps({"info": activation.activation_info(), "patches": registry.snap
 """
 
 
+@pytest.mark.field_stack
 def test_import_verl_activates_plugin_and_logs_what_it_patched_at_debug():
     # Quiet by default (patch lines are DEBUG) is asserted by test_quiet.py against VERL_ASCEND=0.
     proc = run_python(STATUS_AFTER_IMPORT, env=clean_env(VERL_ASCEND_LOG_LEVEL="debug"))
@@ -25,6 +26,7 @@ def test_import_verl_activates_plugin_and_logs_what_it_patched_at_debug():
     assert "DEBUG verl-ascend: patched ray_runtime_env" in proc.stderr
 
 
+@pytest.mark.field_stack
 def test_verl_ascend_0_turns_everything_off():
     proc = run_python(STATUS_AFTER_IMPORT, env=clean_env(VERL_ASCEND="0"))
     out = last_json(proc)
@@ -33,6 +35,7 @@ def test_verl_ascend_0_turns_everything_off():
     assert "verl-ascend" not in proc.stderr
 
 
+@pytest.mark.field_stack
 def test_patch_switch_disables_one_patch():
     proc = run_python(STATUS_AFTER_IMPORT, env=clean_env(VERL_ASCEND_PATCHES="-ray_runtime_env"))
     states = {p["name"]: p["state"] for p in last_json(proc)["patches"]}
@@ -40,6 +43,7 @@ def test_patch_switch_disables_one_patch():
     assert states["device"] != "disabled"
 
 
+@pytest.mark.field_stack
 def test_interpreter_start_stays_cheap():
     # The .pth runs in every process of the environment (pip included): it must not pull in heavy modules.
     proc = run_python(
@@ -62,6 +66,7 @@ def status_json():
     return proc, json.loads(proc.stdout)
 
 
+@pytest.mark.field_stack
 def test_status_json_lists_every_patch(status_json):
     from verl_ascend.core.activation import PATCHES
 
@@ -74,6 +79,7 @@ def test_status_json_lists_every_patch(status_json):
     assert report["plugin"]["active"] is True
 
 
+@pytest.mark.field_stack
 def test_status_text_and_bad_flags(status_json):
     from verl_ascend.commands.status import render
 

@@ -11,6 +11,7 @@ def _output(env):
     return proc.stdout, proc.stderr
 
 
+@pytest.mark.field_stack
 def test_import_verl_prints_the_same_with_and_without_the_plugin():
     assert _output(clean_env()) == _output(clean_env(VERL_ASCEND="0"))
 

@@ -2,6 +2,7 @@
 
 import json
 
+import pytest
 from subproc import clean_env, run_cli
 
 NAMES = ("mindspeed", "torch_npu_save", "tensordict_sync")
@@ -13,6 +14,7 @@ def status(env):
     return {p["name"]: p for p in report["patches"] if p["name"] in NAMES}, report
 
 
+@pytest.mark.field_stack
 def test_off_ascend_all_three_are_not_applicable_with_the_reason():
     patches, _ = status(clean_env())
     assert set(patches) == set(NAMES)

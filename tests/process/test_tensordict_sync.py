@@ -12,6 +12,7 @@ the patch (when it applies) and with tensordict's own ``_sync_all`` put back, in
 import ast
 import os
 
+import pytest
 import real_torch_npu as real
 from subproc import clean_env, last_json, run_python
 
@@ -93,11 +94,13 @@ def measured(tensordict=None):
     return _cache[tensordict]
 
 
+@pytest.mark.field_stack
 def test_the_real_vllm_ascend_runner_leaves_a_no_op_event():
     out = measured()
     assert out["event_after_runner"] == "_EventPlaceholder"
 
 
+@pytest.mark.field_stack
 def test_tensordict_0_10_waits_for_the_npu_itself_so_the_patch_stays_out():
     out = measured()
     assert out["state"] == "not applicable", out
@@ -108,6 +111,7 @@ def test_tensordict_0_10_waits_for_the_npu_itself_so_the_patch_stays_out():
     assert out["blocking_copy"] == out["npu_unused"] == {"stock": 0}
 
 
+@pytest.mark.field_stack
 def test_tensordict_0_12_after_the_vllm_runner_waits_only_with_the_patch():
     out = measured(real.TENSORDICT_EVENT_SYNC)
     assert out["state"] == "applied", out
@@ -120,6 +124,7 @@ def test_tensordict_0_12_after_the_vllm_runner_waits_only_with_the_patch():
     assert out["blocking_copy"] == out["npu_unused"] == {"patched": 0, "stock": 0}
 
 
+@pytest.mark.field_stack
 def test_status_on_an_ascend_host_says_what_each_runtime_fix_did():
     out = measured()
     status = out["status"]

@@ -1,5 +1,6 @@
 """trainer.device cuda -> npu on Ascend hosts for verl without auto_set_device (0.6.x)."""
 
+import pytest
 from subproc import clean_env, last_json, run_python
 
 CODE = """
@@ -19,6 +20,7 @@ print(json.dumps({"device": config.trainer.device, "state": registry.summarize("
 """
 
 
+@pytest.mark.field_stack
 def test_cuda_becomes_npu_where_verl_does_not_do_it_itself():
     out = last_json(run_python(CODE, env=clean_env(fake_npu=True)))
     if out["has_auto"]:  # verl >= 0.7 switches the device itself
@@ -29,6 +31,7 @@ def test_cuda_becomes_npu_where_verl_does_not_do_it_itself():
         assert out["device"] == "npu"
 
 
+@pytest.mark.field_stack
 def test_off_ascend_the_config_is_untouched():
     out = last_json(run_python(CODE, env=clean_env()))
     assert out["device"] == "cuda"
