@@ -16,7 +16,8 @@ import zipfile
 from pathlib import Path
 
 CACHE_ENV = "VERL_ASCEND_TEST_CACHE"
-# The torch_npu release built for the test environments' torch (dev/with-verl.sh: torch 2.13.0).
+# The torch_npu release built for the first test environment's torch (verl 0.9.1: torch 2.13.0; the tests
+# that read it are verl_agnostic, so they run there only).
 CURRENT = "2.13.0"
 # The last release with the nbytes swap in its save path (Ascend/pytorch, removed 2025-03-31),
 # and the first package-index release without it.
