@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parents[1]
 RECIPE = ROOT / "recipes" / "grpo_qwen2_5_7b_a2.sh"
 DAPO_RECIPE = ROOT / "recipes" / "dapo_qwen2_5_7b_a2.sh"
 VERL = version("verl")
-SUPPORTED = not VERL.startswith(("0.6.", "0.7.", "0.8."))  # test_rehearse asserts the sources say the same
+SUPPORTED = not VERL.startswith(("0.5.", "0.6.", "0.7.", "0.8."))  # test_rehearse asserts the sources say the same
 needs_09 = pytest.mark.skipif(not SUPPORTED, reason=f"verl {VERL} has no platform registry: the refusal test runs")
 RUN_TIMEOUT = 1500  # hard limit of one `rehearse` call; each main_ppo in it is ended after MAIN_PPO_TIMEOUT
 MAIN_PPO_TIMEOUT = 600

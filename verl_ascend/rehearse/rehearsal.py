@@ -34,9 +34,9 @@ def support_problem() -> str:
     if spec is None or not spec.submodule_search_locations:
         return "verl is not installed in this Python environment (pip install verl)"
     root = Path(list(spec.submodule_search_locations)[0])
-    needs = (("plugin/platform/platform_manager.py", "class PlatformRegistry", "a platform registry (verl.plugin.platform)"),
-             ("workers/rollout/replica.py", "class RolloutReplicaRegistry", "a rollout replica registry"),
-             ("workers/rollout/base.py", "_ROLLOUT_REGISTRY", "a rollout class registry"))
+    needs = (("plugin/platform/platform_manager.py", "class PlatformRegistry", "platform registry (verl.plugin.platform)"),
+             ("workers/rollout/replica.py", "class RolloutReplicaRegistry", "rollout replica registry"),
+             ("workers/rollout/base.py", "_ROLLOUT_REGISTRY", "rollout class registry"))
     missing = []
     for rel, marker, what in needs:
         path = root / rel
@@ -44,7 +44,7 @@ def support_problem() -> str:
             missing.append(what)
     if missing:
         return (f"the installed verl ({root}) has no {', no '.join(missing)}; a CPU rehearsal plugs into those "
-                "(verl 0.9.x has them; 0.6.x does not). Fix: run rehearse in a verl 0.9 environment")
+                "(verl 0.9.x has them; 0.5.x and 0.6.x do not). Fix: run rehearse in a verl 0.9 environment")
     return ""
 
 
