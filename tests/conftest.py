@@ -15,6 +15,11 @@ import pytest
 
 
 def pytest_configure(config):
+    # pytest-xdist >= 3.6 hands out `--dist loadfile` files largest first (by number of tests) unless told not
+    # to; the rehearsal files have few tests and run longest, so that put them last, one worker running them
+    # alone at the end. Collection order (LONGEST_FIRST below) is the order wanted.
+    if getattr(config.option, "loadscopereorder", None):
+        config.option.loadscopereorder = False
     config.addinivalue_line("markers", "verl_agnostic: does not touch verl; runs in the first test environment only")
     config.addinivalue_line("markers", "field_stack: also runs in the field report's stack (verl 0.5.0, torch 2.5.1, "
                             "megatron-core 0.12): runtime patches and read-only tools")
