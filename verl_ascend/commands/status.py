@@ -32,7 +32,7 @@ def _import_targets(names) -> dict:
 
 def _rehearsal_only_here(name: str) -> bool:
     """A rehearsal-only record, in a process that is not a rehearsal."""
-    return name.startswith("rehearse_") and not settings.get("VERL_ASCEND_REHEARSE")
+    return name.startswith("rehearse_") and not settings.in_rehearsal()
 
 
 def _outside_rehearsal(row: dict) -> dict:

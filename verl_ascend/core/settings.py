@@ -76,10 +76,11 @@ TABLE = (
     _one_of("VERL_ASCEND_CKPT_VALIDATION", "fast", {"fast": "keeps every check, near-linear", "skip": "turns them off",
                                                     "stock": "leaves torch's own checks"},
             "distributed-checkpoint shard checks: near-linear (fast), none (skip) or torch's own (stock)"),
-    Setting("VERL_ASCEND_REHEARSE", False, "1/0", _switch,
+    Setting("VERL_ASCEND_REHEARSE", False, "1/0", _switch,  # in_rehearsal() below
             "set by `verl-ascend rehearse` in its main_ppo: the CPU-only fixes act in that run only"),
 )
 _BY_NAME = {s.name: s for s in TABLE}
+REHEARSE = "VERL_ASCEND_REHEARSE"
 _parsed: dict = {}  # name -> (raw, value, error)
 _warned: set = set()
 
@@ -143,3 +144,8 @@ def report(environ=None) -> list:
                      else value, "valid": s.valid, "doc": s.doc, "problem": error})
     return rows
 
+
+def in_rehearsal(environ=None) -> bool:
+    """A process of a ``verl-ascend rehearse`` run (set for its main_ppo; ``ray_runtime_env`` carries it to
+    the Ray workers). The rehearsal-only records act there only; ``mindspeed`` also acts there."""
+    return bool(get(REHEARSE, environ))

@@ -53,7 +53,6 @@ LEGACY = "verl.workers.megatron_workers"
 ENGINE = "verl.workers.engine.megatron.transformer_impl"
 MINDSPEED_ENGINE = "verl.workers.engine.mindspeed.transformer_impl"
 OPTIONS = "override_transformer_config"
-REHEARSAL = "VERL_ASCEND_REHEARSE"  # set by `verl-ascend rehearse` in every process of its main_ppo
 logger = logging.getLogger("verl_ascend")
 
 _repatched = []  # options dicts MindSpeed's repatch has seen in this process
@@ -277,7 +276,7 @@ def _step_callback(target):
 def _applies(module):
     # A rehearsal (`verl-ascend rehearse`) is a CPU run of an A2 recipe: where MindSpeed is importable there,
     # the workers wire it as the A2 node would, so the rehearsal shows this patch at work.
-    if not platform.is_ascend_host() and not settings.get(REHEARSAL):
+    if not platform.is_ascend_host() and not settings.in_rehearsal():
         return platform.not_ascend_reason()
     try:
         found = importlib.util.find_spec("mindspeed") is not None

@@ -27,12 +27,9 @@ Remove when: verl ships a CPU platform and a CPU rollout.
 from verl_ascend.core import settings
 from verl_ascend.core.registry import Patch
 
-ENV = "VERL_ASCEND_REHEARSE"
+ENV = settings.REHEARSE
 NOT_REHEARSAL = f"not a rehearsal process ({ENV} unset)"
-
-
-def in_rehearsal(environ=None) -> bool:
-    return settings.get(ENV, environ)  # parsed with every other VERL_ASCEND* switch
+in_rehearsal = settings.in_rehearsal  # parsed with every other VERL_ASCEND* switch
 
 
 def _gate(probe):
