@@ -13,7 +13,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from verl_ascend.core import findings
+from verl_ascend.core import findings, platform
 from verl_ascend.rehearse import plan as plan_mod
 from verl_ascend.rehearse import reward as reward_mod
 from verl_ascend.rehearse.runtime import ENV
@@ -213,17 +213,12 @@ def _megatron(overrides, nproc: int, built: dict, model_dir: Path, work: Path):
 
 def mindspeed_here() -> str:
     """MindSpeed's version when main_ppo's workers can import it (same interpreter and path as here), else ''."""
-    from importlib.metadata import PackageNotFoundError, version
+    from verl_ascend.check.bridge import importable
 
-    try:
-        if importlib.util.find_spec("mindspeed") is None:
-            return ""
-    except (ImportError, ValueError):
+    if not importable("mindspeed"):
         return ""
-    try:
-        return version("mindspeed")
-    except PackageNotFoundError:  # a source checkout on PYTHONPATH (how MindSpeed is installed) has no record
-        return "of unrecorded version"
+    # a source checkout on PYTHONPATH (how MindSpeed is installed) has no installed-package record
+    return platform.installed_version("mindspeed") or "of unrecorded version"
 
 
 def convert_tiny_model(model_dir: Path, output: str) -> None:
