@@ -11,7 +11,8 @@ def is_wrapped(func, name: str) -> bool:
 
 
 def _descriptor(owner, attr: str):
-    """``staticmethod``/``classmethod`` when a class holds ``attr`` as one (itself or by inheritance), else None.
+    """The ``staticmethod``/``classmethod`` object when a class holds ``attr`` as one (itself or by inheritance),
+    else None.
 
     Read through ``getattr`` such a method loses its kind (a plain function, a method bound to the class);
     set back as it was read, an instance call would pass itself where the method takes none or the class.
@@ -19,7 +20,7 @@ def _descriptor(owner, attr: str):
     if not isinstance(owner, type):
         return None
     raw = inspect.getattr_static(owner, attr, None)
-    return type(raw) if isinstance(raw, (staticmethod, classmethod)) else None
+    return raw if isinstance(raw, (staticmethod, classmethod)) else None
 
 
 def wrap(owner, attr: str, name: str, make_wrapper) -> bool:
@@ -29,21 +30,21 @@ def wrap(owner, attr: str, name: str, make_wrapper) -> bool:
     ``staticmethod`` or ``classmethod`` stays one: ``make_wrapper`` gets the function inside (for a
     classmethod, called with the class first, as a method is called with the instance first).
     """
-    kind = _descriptor(owner, attr)
-    original = inspect.getattr_static(owner, attr).__func__ if kind else getattr(owner, attr)
+    raw = _descriptor(owner, attr)
+    original = raw.__func__ if raw else getattr(owner, attr)
     if is_wrapped(original, name):
         return False
     wrapper = make_wrapper(original)
     functools.update_wrapper(wrapper, original)
     setattr(wrapper, MARK, name)
-    setattr(owner, attr, kind(wrapper) if kind else wrapper)
+    setattr(owner, attr, type(raw)(wrapper) if raw else wrapper)
     return True
 
 
 def unwrap(owner, attr: str, name: str) -> bool:
-    kind = _descriptor(owner, attr)
-    current = inspect.getattr_static(owner, attr).__func__ if kind else getattr(owner, attr, None)
+    raw = _descriptor(owner, attr)
+    current = raw.__func__ if raw else getattr(owner, attr, None)
     if current is None or not is_wrapped(current, name):
         return False
-    setattr(owner, attr, kind(current.__wrapped__) if kind else current.__wrapped__)
+    setattr(owner, attr, type(raw)(current.__wrapped__) if raw else current.__wrapped__)
     return True
