@@ -10,6 +10,7 @@ process in the namespace. Nothing is waited for. Where the kernel refuses the na
 falls back to the process group plus a scan for the run's Ray folder, and says so.
 """
 
+import collections
 import os
 import re
 import signal
@@ -26,6 +27,7 @@ ANSI = re.compile(r"\x1b\[[0-9;]*m")
 SHOWN = ("step:", "Resuming from", "Loaded model", "rollout_order:", "Error", "Traceback")
 SAID = "verl-ascend rehearse:"  # what the loop's processes say about the plugin (inloop.py)
 PID = re.compile(r" ?\(pid \d+\)")
+TAIL = 400  # lines of the end of main_ppo's output kept for naming its error
 
 
 def clean(line: str) -> str:
@@ -187,7 +189,7 @@ def run(argv: list, env: dict, cwd: str, log_path: Path, ray_tmp: str, timeout: 
     ``namespace``, a list, receives the run's PID namespace (``pid:[inode]``, '' for the fallback) and the
     mark its processes carry (see ``processes_in``).
     """
-    steps, tail, earlier = [], [], []
+    steps, tail, earlier = [], collections.deque(maxlen=TAIL), []
     started = time.time()
     timed_out = threading.Event()
     prefix = namespace_prefix()
@@ -215,11 +217,11 @@ def run(argv: list, env: dict, cwd: str, log_path: Path, ray_tmp: str, timeout: 
                 log.write(line)
                 log.flush()
                 text = clean(line)
-                tail.append(line)
-                if len(tail) > 400:
-                    dropped = error_line(tail.pop(0))
-                    if dropped and len(earlier) < 200:
+                if len(tail) == TAIL and len(earlier) < 200:  # the oldest line is about to leave the tail
+                    dropped = error_line(tail[0])
+                    if dropped:
                         earlier.append(dropped)
+                tail.append(line)
                 match = STEP.search(text)
                 if match:
                     steps.append(int(match.group(1)))
