@@ -81,7 +81,7 @@ def test_status_json_lists_every_patch(status_json):
 
 @pytest.mark.field_stack
 def test_status_text_and_bad_flags(status_json):
-    from verl_ascend.commands.status import render
+    from verl_ascend.core.status import render
 
     text = render(status_json[1])  # the text form of the same report (the CLI prints exactly this)
     assert "patches:" in text and "verl device:" in text

@@ -225,7 +225,7 @@ def test_script_without_trainer_call_is_an_extract_error(home, tmp_path):
 
 def _dapo_tree(root, with_reward=True):
     """A verl source tree's recipe/dapo/config, written here with the installed verl's reward layout."""
-    from verl_ascend.check.compose import dapo_layout, verl_config_dir
+    from verl_ascend.recipe.compose import dapo_layout, verl_config_dir
 
     config = root / "recipe" / "dapo" / "config"
     config.mkdir(parents=True)

@@ -178,7 +178,7 @@ def test_host_limits_and_hub_ids_are_not_recipe_errors(home, tmp_path):
 
 
 def test_timeout_ends_every_process_the_recipe_started(tmp_path, monkeypatch):
-    from verl_ascend.check import extract
+    from verl_ascend.recipe import extract
 
     tag = f"{4000 + uuid.uuid4().int % 1000}.{uuid.uuid4().int % 10**6}"
     monkeypatch.setenv("TAG", tag)
@@ -205,7 +205,7 @@ def test_bash_syntax_error_gets_its_own_fix(home, tmp_path):
 def test_compose_fix_texts_name_the_installed_verl(home, tmp_path):
     import importlib.metadata
 
-    from verl_ascend.check.compose import verl_config_dir
+    from verl_ascend.recipe.compose import verl_config_dir
 
     script = tmp_path / "groups.sh"
     script.write_text("python3 -m verl.trainer.main_ppo --config-name=ppo_megatron_trainer data=no_such_data\n")

@@ -9,7 +9,7 @@ from subproc import clean_env, last_json, run_python
 FAULTS = """
 import json, sys
 from verl_ascend.core import activation, registry
-from verl_ascend.commands import status
+from verl_ascend.core import status
 activation.activate(source="test")  # load the records now (the .pth only armed the triggers)
 mode = sys.argv[1]
 def boom(module):
@@ -67,7 +67,7 @@ for name in registry.names():
 for _ in range(3):
     activation.activate(source="again")
     registry.install(activation.records())
-from verl_ascend.commands import status
+from verl_ascend.core import status
 status.collect(import_targets=True)
 import verl, ray
 # the wrappers themselves refuse to stack

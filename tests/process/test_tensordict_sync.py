@@ -59,7 +59,7 @@ out["after_vllm_runner"] = both(lambda: td.to("cpu"))
 out["three_copies"] = both(lambda: [td.to("cpu") for _ in range(3)])
 torch_npu.state["initialized"] = False  # a process that has not used the NPU yet
 out["npu_unused"] = both(lambda: td.to("cpu"))
-from verl_ascend.commands import status
+from verl_ascend.core import status
 report = status.collect(import_targets=False)
 out["status"] = {p["name"]: {r["target"]: [r["state"], r["detail"]] for r in p["targets"]}
                  for p in report["patches"] if p["name"] in ("mindspeed", "torch_npu_save", "tensordict_sync")}

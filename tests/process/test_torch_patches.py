@@ -14,7 +14,7 @@ import pytest
 from subproc import clean_env, last_json, run_cli, run_python
 from upstream_trees import installed_torch_release, installed_torch_root, torch_overlay, torch_tree
 
-from verl_ascend.commands.patches import dry_run, load_diffs
+from verl_ascend.diffs.check import dry_run, load_diffs
 
 TORCH_DIFFS = [d for d in load_diffs() if d.project == "torch"]
 INTERNALS = "torch/distributed/_shard/sharding_spec/_internals.py"

@@ -4,7 +4,7 @@ numbers given as strings (command-line overrides), and values that are no number
 import pytest
 from omegaconf import OmegaConf
 
-from verl_ascend.check.layout import BadValue, get_int, train_layout
+from verl_ascend.recipe.layout import BadValue, get_int, train_layout
 
 pytestmark = pytest.mark.verl_agnostic
 

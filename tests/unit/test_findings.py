@@ -49,7 +49,8 @@ def test_json_form_is_the_same_for_every_command_and_reads_back():
 
 
 def test_status_and_patches_check_reach_their_codes_through_the_policy():
-    from verl_ascend.commands import patches, status
+    from verl_ascend.core import status
+    from verl_ascend.diffs import check as patches
 
     def report(patch_state="applied", problem="", verl_error=None):
         return {"verl_import_error": verl_error, "patches": [{"name": "device", "state": patch_state}],

@@ -12,8 +12,10 @@ PKG = Path(__file__).resolve().parents[2] / "verl_ascend"
 README = (PKG.parent / "README.md").read_text()
 
 # Low to high. A module may import its own layer and the ones below, never above.
-FEATURES = ("check", "ckpt", "convert", "data", "diagnose", "doctor", "logs", "rehearse")
-LAYERS = {"core": 0, "patches": 1, **{f: 2 for f in FEATURES}, "commands": 3, "cli": 4, "__main__": 4, "plugin": 4}
+FEATURES = ("check", "ckpt", "convert", "data", "diagnose", "diffs", "doctor", "logs", "rehearse")
+# recipe/ is read by three features (check, ckpt check --recipe, rehearse): a layer of its own below them
+LAYERS = {"core": 0, "patches": 1, "recipe": 2, **{f: 3 for f in FEATURES}, "commands": 4, "cli": 5, "__main__": 5,
+          "plugin": 5}
 
 
 def layer_of(module: str) -> int:
@@ -74,6 +76,9 @@ def test_the_layer_check_catches_an_upward_import():
     assert violations("verl_ascend.patches.device", "from ..commands import status\n")
     assert violations("verl_ascend.logs.parse", "import verl_ascend.commands.logs\n")
     assert not violations("verl_ascend.commands.logs", "from verl_ascend.logs import parse\nfrom ..core import outfiles\n")
+    # the recipe layer serves check, ckpt and rehearse and knows none of them
+    assert violations("verl_ascend.recipe.compose", "from verl_ascend.check import rules\n")
+    assert not violations("verl_ascend.ckpt.recipe", "from ..recipe.layout import get\n")
 
 
 def test_every_subpackage_has_a_layer():

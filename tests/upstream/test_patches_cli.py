@@ -7,7 +7,7 @@ import pytest
 from subproc import run_cli
 from upstream_trees import apply, copy_tree, installed_version, verl_tree
 
-from verl_ascend.commands.patches import load_diffs
+from verl_ascend.diffs.check import load_diffs
 
 VERL_DIFFS = [d for d in load_diffs() if d.project == "verl"]
 VERSIONS = sorted({d.version for d in VERL_DIFFS})

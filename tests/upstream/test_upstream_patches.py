@@ -9,7 +9,7 @@ import pytest
 from subproc import FAKE_SITE, SUBPROC_SITE, clean_env, last_json, run_python
 from upstream_trees import apply, copy_tree, installed_version, verl_tree
 
-from verl_ascend.commands.patches import dry_run, load_diffs
+from verl_ascend.diffs.check import dry_run, load_diffs
 
 VERL_DIFFS = [d for d in load_diffs() if d.project == "verl"]
 

@@ -14,8 +14,8 @@ import importlib.util
 
 from omegaconf import OmegaConf
 
-from .findings import INFO, WARNING, finding
-from .layout import ARR, get
+from verl_ascend.core.findings import INFO, WARNING, finding
+from verl_ascend.recipe.layout import ARR, get
 
 # import name -> (distribution to install, what it is)
 BRIDGES = {"mbridge": ("mbridge", "mbridge"), "megatron.bridge": ("megatron-bridge", "NVIDIA Megatron-Bridge")}

@@ -12,8 +12,8 @@ KV cache, next to whatever training state is not offloaded.
 
 import math
 
-from .findings import ERROR, INFO, WARNING, finding
-from .layout import ARR, get, get_float, get_int, rollout_layout, train_layout
+from verl_ascend.core.findings import ERROR, INFO, WARNING, finding
+from verl_ascend.recipe.layout import ARR, get, get_float, get_int, rollout_layout, train_layout
 
 GB = 1e9
 RUNTIME_RESERVE_GB = 3.0  # HCCL buffers, CANN workspace, allocator fragmentation headroom

@@ -4,9 +4,12 @@ import contextlib
 import os
 import sys
 
-from . import bridge, compose, extract, hbm, model_facts, profiles, rules, trainer_path, verl_checks
-from .findings import ERROR, INFO, exit_code, finding
-from .layout import ARR, BadValue, get, rollout_layout, train_layout, world_size
+from verl_ascend.core import profiles
+from verl_ascend.core.findings import ERROR, INFO, exit_code, finding
+from verl_ascend.recipe import compose, extract, model_facts
+from verl_ascend.recipe.layout import ARR, BadValue, get, rollout_layout, train_layout, world_size
+
+from . import bridge, hbm, rules, trainer_path, verl_checks
 
 
 def _verl_features() -> tuple:

@@ -4,10 +4,10 @@ numbers and a fix. Facts about the model may be None (then model-dependent rules
 import dataclasses
 from typing import Optional
 
-from .findings import ERROR, INFO, WARNING, finding
-from .layout import ARR, get, get_int, rollout_layout, train_layout, world_size
-from .model_facts import ModelFacts
-from .profiles import DEFAULT, PROFILES, Profile
+from verl_ascend.core.findings import ERROR, INFO, WARNING, finding
+from verl_ascend.core.profiles import DEFAULT, PROFILES, Profile
+from verl_ascend.recipe.layout import ARR, get, get_int, rollout_layout, train_layout, world_size
+from verl_ascend.recipe.model_facts import ModelFacts
 
 NODE = ("trainer.nnodes", "trainer.n_gpus_per_node")
 

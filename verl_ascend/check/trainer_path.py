@@ -2,10 +2,8 @@
 (facts from :mod:`verl_ascend.core.verl_install`: the installed verl's config and package metadata)."""
 
 from verl_ascend.core import verl_install
-from verl_ascend.core.findings import Finding
-
-from .findings import INFO, WARNING, finding
-from .layout import get
+from verl_ascend.core.findings import INFO, WARNING, Finding, finding
+from verl_ascend.recipe.layout import get
 
 
 def findings(cfg, verl_version: str) -> tuple:

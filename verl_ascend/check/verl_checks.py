@@ -14,7 +14,7 @@ import os
 import re
 import warnings
 
-from .findings import ERROR, finding
+from verl_ascend.core.findings import ERROR, finding
 
 
 def uses_reference_policy(cfg) -> bool:

@@ -16,7 +16,7 @@ _NAMES = {"tensor": "TP", "pipeline": "PP", "expert": "EP", "cp": "CP"}
 def planned(recipe: str) -> dict:
     """World size and actor layout of the recipe, read the way `check` reads it (sandboxed)."""
     from ..check import compose, extract
-    from ..check.layout import get, train_layout, world_size
+    from ..recipe.layout import get, train_layout, world_size
 
     got = extract.extract(recipe)
     if got.launch is None:

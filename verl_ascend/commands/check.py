@@ -26,7 +26,7 @@ def register(sub) -> None:
     p.add_argument("--verl-src", metavar="DIR", default=None,
                    help="verl source tree (with recipe/dapo) or verl-recipe checkout: compose DAPO's own config; "
                    "also exported to the script as VERL_SRC")
-    from verl_ascend.check.profiles import DEFAULT, PROFILES
+    from verl_ascend.core.profiles import DEFAULT, PROFILES
 
     p.add_argument("--device", choices=sorted(PROFILES), default=DEFAULT,
                    help="what one rank runs on: " + "; ".join(f"{k} = {v.title}" for k, v in PROFILES.items())

@@ -45,6 +45,11 @@ class Finding:
         return {**dataclasses.asdict(self), "keys": list(self.keys)}
 
 
+def finding(subject: str, severity: str, keys, message: str, fix: str = "") -> Finding:
+    """A finding in the argument order of ``check``'s rules: the rule and severity, then the config keys."""
+    return Finding(severity, subject, message, fix, keys=keys)
+
+
 def exit_code(findings) -> int:
     """2 if any finding is an error, 1 if any is a warning, else 0."""
     seen = {f.severity for f in findings}

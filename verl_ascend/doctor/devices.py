@@ -117,7 +117,7 @@ def layout_from_chip_map(text) -> str | None:
 
 
 def node_profile(layout: str, dies) -> str:
-    """Profile name (verl_ascend.check.profiles) for what npu-smi shows: a 32 GB A2 part is a2-32g."""
+    """Profile name (verl_ascend.core.profiles) for what npu-smi shows: a 32 GB A2 part is a2-32g."""
     if layout == "a2" and dies and all(d.hbm_mb and d.hbm_mb <= 32768 for d in dies):
         return "a2-32g"
     return layout
@@ -132,7 +132,7 @@ def _hbm(dies, word) -> str:
 
 def check_npu_smi(result, expected=None, chip_map_layout=None) -> list:
     """Devices, health per die and the platform. `expected`: ranks per node asked for (None: the profile's)."""
-    from ..check.profiles import PROFILES
+    from ..core.profiles import PROFILES
 
     check = "npu.devices"
     if result is None:

@@ -157,7 +157,7 @@ def installed_versions() -> dict:
 
 
 def check_patches(report) -> list:
-    """Judge verl_ascend.commands.status.collect()'s report."""
+    """Judge verl_ascend.core.status.collect()'s report."""
     check = "plugin.patches"
     if not report["plugin"]["active"]:
         return [warn(check, "verl-ascend is switched off (VERL_ASCEND=0): no NPU fixes are applied",

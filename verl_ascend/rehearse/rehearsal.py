@@ -251,8 +251,8 @@ def run(options) -> int:
     bad_env = [a for a in options.env if "=" not in a or not a.split("=", 1)[0]]
     if bad_env:
         raise RehearseError(f"--env {bad_env[0]!r} is not NAME=VALUE. Fix: e.g. --env MODEL_PATH=/models/Qwen2.5-7B")
-    from verl_ascend.check import extract as extract_mod
-    from verl_ascend.check import sandbox
+    from verl_ascend.recipe import extract as extract_mod
+    from verl_ascend.recipe import sandbox
 
     started = time.time()
     print(f"rehearse: reading {recipe} (sandboxed, nothing of it runs here) ...", flush=True)

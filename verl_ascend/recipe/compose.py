@@ -14,9 +14,7 @@ from pathlib import Path
 from omegaconf import OmegaConf
 
 from verl_ascend.core import verl_install
-from verl_ascend.core.findings import Finding
-
-from .findings import ERROR, INFO, finding
+from verl_ascend.core.findings import ERROR, INFO, Finding, finding
 
 # DAPO's additions to the PPO config. The reward part moved when recipes left verl (0.7.1):
 # in-repo recipe/dapo used reward_model.*, verl-recipe uses reward.reward_manager / reward_kwargs.

@@ -22,8 +22,9 @@ import subprocess
 import tempfile
 from pathlib import Path
 
+from verl_ascend.core.findings import ERROR, INFO, WARNING, finding
+
 from . import sandbox
-from .findings import ERROR, INFO, WARNING, finding
 
 # Recorder for python/python3/torchrun: argv NUL-separated, then cwd and environment.
 _RECORDER = r"""#!/usr/bin/env bash

@@ -1,0 +1,161 @@
+"""`verl-ascend status`: what the plugin did in this process: versions, device, every patch's state."""
+
+import contextlib
+import importlib
+import json
+import sys
+
+from verl_ascend.core import activation, platform, registry, settings, support
+from verl_ascend.core.findings import ERROR, WARNING, BadInput, Finding, exit_code
+
+
+class UnknownPatch(BadInput):
+    pass
+
+
+def _import_targets(names) -> dict:
+    """Import the targets of these patches so each gets the chance to decide; failures are reported."""
+    errors = {}
+    for name in names:
+        if _rehearsal_only_here(name):
+            continue  # their targets (megatron-core, FSDP2 internals) are no concern of a host outside a rehearsal
+        for target in registry.get(name).targets:
+            if target in sys.modules:
+                continue
+            try:
+                importlib.import_module(target)
+            except Exception as exc:
+                errors[target] = f"{type(exc).__name__}: {exc}"
+    return errors
+
+
+def _rehearsal_only_here(name: str) -> bool:
+    """A rehearsal-only record, in a process that is not a rehearsal."""
+    return name.startswith("rehearse_") and not settings.in_rehearsal()
+
+
+def _outside_rehearsal(row: dict) -> dict:
+    """A rehearsal-only record outside a rehearsal: targets this process never imported say why
+    (they stay 'pending': nothing decided them), and the headline reads not applicable, not 'pending'."""
+    if not _rehearsal_only_here(row["name"]):
+        return row
+    why = "not imported: a rehearsal-only record (acts only inside `verl-ascend rehearse`)"
+    targets = [dict(t, detail=why) if t.get("state") == registry.PENDING else t for t in row.get("targets", [])]
+    quiet = (registry.PENDING, registry.NOT_APPLICABLE)
+    state = registry.NOT_APPLICABLE if all(t["state"] in quiet for t in targets) else row["state"]
+    return dict(row, state=state, targets=targets)
+
+
+def _device_answer() -> dict:
+    try:
+        from verl.utils.device import get_device_name, get_nccl_backend
+
+        return {"device": get_device_name(), "backend": get_nccl_backend()}
+    except Exception as exc:
+        return {"device": None, "backend": None, "error": f"{type(exc).__name__}: {exc}"}
+
+
+def collect(import_targets: bool = True, only=()) -> dict:
+    """The report; ``only`` (patch names) limits the target imports and the patch table to those patches."""
+    active = activation.activate(source="status")
+    if only:
+        _check_names(only)
+    names = list(only) or registry.names()
+    torch_error = platform.torch_import_problem()  # in a fresh interpreter: a failed import is final
+    verl_error = f"import torch fails: {torch_error}" if torch_error else ""
+    if not torch_error:
+        try:
+            import verl  # noqa: F401  (0.9: runs the entry point; older: triggers the hooks)
+        except Exception as exc:
+            verl_error = platform.describe(exc)
+    import_errors = _import_targets(names) if (import_targets and active and not verl_error) else {}
+    report = {
+        "plugin": {**activation.activation_info(), "version": _plugin_version()},
+        "versions": {
+            dist: platform.installed_version(dist) or None
+            for dist in ("verl", "torch", "torch_npu", "ray", "tensordict", "megatron-core", "mindspeed")
+        },
+        "ascend_host": platform.ascend_evidence(),
+        "torch_import_error": torch_error or None,
+        "verl_import_error": verl_error or None,
+        "device": _device_answer() if not verl_error else {},
+        "patches": [_outside_rehearsal(registry.summarize(name)) for name in names],
+        "target_import_errors": import_errors,
+        "verl_support": support.verdict(),
+        "settings": settings.report(),
+    }
+    return report
+
+
+def _check_names(only) -> None:
+    known = registry.names()
+    unknown = [name for name in only if name not in known]
+    if unknown and known:
+        raise UnknownPatch(f"--patch {', '.join(unknown)}: no such patch; the patches are {', '.join(known)}")
+    if unknown:  # the plugin is off (VERL_ASCEND=0): no records to name
+        raise UnknownPatch(f"--patch {', '.join(unknown)}: the plugin is off here (VERL_ASCEND=0), no patch is loaded")
+
+
+def _plugin_version() -> str:
+    from verl_ascend import __version__
+
+    return __version__
+
+
+def render(report: dict) -> str:
+    lines = []
+    plugin = report["plugin"]
+    if plugin["active"]:
+        lines.append(f"verl-ascend {plugin['version']}: active (via {', '.join(plugin['sources'])})")
+    else:
+        lines.append(f"verl-ascend {plugin['version']}: OFF (VERL_ASCEND=0)")
+    versions = ", ".join(f"{k} {v or '-'}" for k, v in report["versions"].items())
+    lines.append(f"versions: {versions}")
+    host = report["ascend_host"]
+    lines.append(f"ascend host: {'yes (' + '; '.join(host) + ')' if host else 'no'}")
+    if report.get("torch_import_error"):
+        lines.append(f"import torch FAILED: {report['torch_import_error']}")
+        lines.append(f"fix: {platform.CANN_FIX}")
+        return "\n".join(lines)  # nothing below can be known without torch
+    if report["verl_import_error"]:
+        lines.append(f"import verl FAILED: {report['verl_import_error']}")
+    verdict = report.get("verl_support")
+    if verdict and not verdict["supported"]:
+        lines.append(f"verl {verdict['verl']} is outside the supported range ({support.SUPPORTED}): {verdict['reason']}")
+    device = report["device"]
+    if device:
+        answer = f"{device.get('device')} / {device.get('backend')}"
+        lines.append(f"verl device: {answer}" + (f"  ({device['error']})" if device.get("error") else ""))
+    lines.append("patches:")
+    width = max([len(p["name"]) for p in report["patches"]] or [4])
+    for patch in report["patches"]:
+        lines.append(f"  {patch['name']:<{width}}  {patch['state']}")
+        for row in patch["targets"]:
+            where = row["target"] or "-"
+            lines.append(f"  {'':<{width}}    {where}: {row['state']}" + (f" ({row['detail']})" if row["detail"] else ""))
+    for target, error in report["target_import_errors"].items():
+        lines.append(f"  could not import {target}: {error}")
+    set_here = [row for row in report["settings"] if row["raw"] is not None]
+    lines.append("settings:" + ("" if set_here else " all defaults (see `verl-ascend status --json`)"))
+    for row in set_here:
+        lines.append(f"  {row['name']}={row['raw']}" + (f"  PROBLEM: {row['problem']}" if row["problem"] else ""))
+    return "\n".join(lines)
+
+
+def judge(report: dict) -> list:
+    """What the exit code rests on: verl (or torch) not importing is an error, nothing of verl runs
+    here; a patch that failed or was overridden, or an invalid setting, is a warning."""
+    found = [Finding(ERROR, "import verl", report["verl_import_error"])] if report["verl_import_error"] else []
+    found += [Finding(WARNING, f"patch {p['name']}", p["state"]) for p in report["patches"]
+              if p["state"] in ("failed", "overridden")]
+    found += [Finding(WARNING, row["name"], row["problem"]) for row in report["settings"] if row["problem"]]
+    return found
+
+
+def run(only=(), import_targets: bool = True, as_json: bool = False) -> int:
+    """Print the report (text or JSON) and return the exit code."""
+    # Imported packages may print (torch_npu warns about CANN on stdout): keep stdout for the report.
+    with contextlib.redirect_stdout(sys.stderr):
+        report = collect(import_targets=import_targets, only=only)
+    print(json.dumps(report, indent=2, sort_keys=True) if as_json else render(report))
+    return exit_code(judge(report))
