@@ -156,4 +156,5 @@ def revert() -> None:
         impl.rebind(attr, replacement, original)
 
 
-PATCH = Patch(name=NAME, targets=(LOAD, SAVE, READ), applies=_applies, apply=_apply, doc=__doc__, live=live)
+PATCH = Patch(name=NAME, targets=(LOAD, SAVE, READ), applies=_applies, apply=_apply, doc=__doc__, live=live,
+              revert=revert)

@@ -40,6 +40,7 @@ Remove when: verl 0.6.x (the last with the spmd ``rollout.mode=sync`` trainer pa
 import functools
 import inspect
 import logging
+import sys
 
 from verl_ascend.core import platform, settings
 from verl_ascend.core.marks import MARK, unwrap, wrap
@@ -351,5 +352,6 @@ def _apply(module):
 
 
 PATCH = Patch(
-    name=NAME, targets=(AGENT_LOOP, WORKER_GROUP), applies=_applies, apply=_apply, doc=__doc__
+    name=NAME, targets=(AGENT_LOOP, WORKER_GROUP), applies=_applies, apply=_apply, doc=__doc__,
+    revert=lambda: revert(sys.modules.get(AGENT_LOOP), sys.modules.get(WORKER_GROUP)),
 )
