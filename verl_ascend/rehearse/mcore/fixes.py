@@ -171,7 +171,6 @@ def norm_with_sequence_parallel(torch_norm) -> str:
 
         return __new__
 
-    from verl_ascend.core.marks import wrap
 
     wrap(cls, "__new__", "rehearse_mcore_norm", make)  # __new__ is a staticmethod in the class dict: it stays one
     return "WrappedTorchNorm accepts sequence_parallel (its params marked for the TP grad all-reduce)"
