@@ -86,7 +86,9 @@ def test_status_text_and_bad_flags(status_json):
     text = render(status_json[1])  # the text form of the same report (the CLI prints exactly this)
     assert "patches:" in text and "verl device:" in text
     for patch in status_json[1]["patches"]:
-        assert re.search(rf"^  {patch['name']} +{patch['state']}$", text, re.M), (patch["name"], text)
+        # several rows: the headline names the reason of the one that decided it (not for applied)
+        reason = f" ({patch['detail']})" if len(patch["targets"]) > 1 and patch["state"] != "applied" else ""
+        assert re.search(rf"^  {patch['name']} +{re.escape(patch['state'] + reason)}$", text, re.M), (patch["name"], text)
     bad = run_cli("status", "--no-such-flag")
     assert bad.returncode == 2
     assert "unrecognized arguments" in bad.stderr

@@ -36,6 +36,7 @@ print(json.dumps({
     "lib_attr": hasattr(lib_mod, "sub"), "nsp_attr": hasattr(nsp_mod, "core"),
     "lib_spec_origin": lib_mod.__spec__.origin, "nsp_loader": type(nsp_mod.__spec__.loader).__name__,
     "pending": hooks.pending_targets(),
+    "finder_after_uninstall": (hooks.uninstall(), [type(f).__name__ for f in sys.meta_path if "PostImport" in type(f).__name__])[1],
 }))
 """
 
@@ -48,3 +49,4 @@ def test_before_import_runs_first_and_the_module_executes_once():
     assert out["lib_spec_origin"].endswith("lib/__init__.py")  # its real spec is back
     assert out["nsp_loader"] == "NamespaceLoader"
     assert "nsp" not in out["pending"] and "lib" not in out["pending"]
+    assert out["finder_after_uninstall"] == []  # uninstall() leaves no finder behind

@@ -1,6 +1,7 @@
-"""Patch registry and post-import hook: failures never break imports, each patch applies once."""
+"""The registry in fresh interpreters with every real patch: failures never break `import verl`, and
+activating again and again applies each patch once. Its rules on their own: tests/unit/test_registry.py;
+the post-import hook: tests/unit/test_hooks.py."""
 
-import sys
 
 import pytest
 from subproc import clean_env, last_json, run_python
@@ -54,16 +55,21 @@ def test_every_patch_raising_leaves_verl_importable(mode):
 
 
 COUNT_APPLIES = """
-import json, collections
+import json, collections, dataclasses
 from verl_ascend.core import activation, registry
 activation.activate(source="test")  # load the records now (the .pth only armed the triggers)
 calls = collections.Counter()
+def counted(name, target, apply):
+    def count(module):
+        calls[f"{name}:{module.__name__ if module is not None else target}"] += 1  # None: a before-import step
+        return apply(module)
+    return count
 for name in registry.names():
     patch = registry.get(name)
-    def counted(module, _orig=patch.apply, _name=name):
-        calls[f"{_name}:{module.__name__}"] += 1
-        return _orig(module)
-    patch.apply = counted
+    if patch.apply is not None:  # a patch with steps may have none: its targets only gate the steps
+        patch.apply = counted(name, None, patch.apply)
+    patch.steps = tuple(dataclasses.replace(s, apply=counted(name, s.target, s.apply)) if s.apply else s
+                        for s in patch.steps)
 for _ in range(3):
     activation.activate(source="again")
     registry.install(activation.records())
@@ -71,11 +77,11 @@ from verl_ascend.core import status
 status.collect(import_targets=True)
 import verl, ray
 # the wrappers themselves refuse to stack
-from verl_ascend.core.marks import MARK
+from verl_ascend.core.marks import is_wrapped
 depth = 0
 f = ray.init
 while f is not None:
-    depth += getattr(f, MARK, None) == "ray_runtime_env"
+    depth += is_wrapped(f, "ray_runtime_env")
     f = getattr(f, "__wrapped__", None)
 print(json.dumps({"calls": calls, "ray_init_wrappers": depth,
                   "states": {p["name"]: p["state"] for p in registry.snapshot()}}))
@@ -86,55 +92,7 @@ def test_activating_three_times_applies_each_patch_once():
     out = last_json(run_python(COUNT_APPLIES, env=clean_env(fake_npu=True)))
     applied = [name for name, state in out["states"].items() if state == "applied"]
     assert "device" in applied and "ray_runtime_env" in applied
-    for name in applied:  # once per (patch, target module), however often activation ran
+    for name in applied:  # once per (patch, target module or step), however often activation ran
         per_target = {key: n for key, n in out["calls"].items() if key.startswith(name + ":")}
         assert per_target and set(per_target.values()) == {1}, out
     assert out["ray_init_wrappers"] == 1
-
-
-def test_hook_runs_callback_after_module_body_before_import_returns(tmp_path, monkeypatch):
-    from verl_ascend.core import hooks
-
-    pkg = tmp_path / "va_hook_pkg"
-    pkg.mkdir()
-    (pkg / "__init__.py").write_text("")
-    (pkg / "target.py").write_text("VALUE = 1\n")
-    (pkg / "user.py").write_text("from va_hook_pkg.target import VALUE\n")
-    monkeypatch.syspath_prepend(str(tmp_path))
-    seen = []
-
-    def callback(module):
-        seen.append(module.VALUE)
-        module.VALUE = 2
-
-    hooks.when_imported("va_hook_pkg.target", callback)
-    import va_hook_pkg.user as user
-
-    assert seen == [1]
-    assert user.VALUE == 2  # the copy made by `from ... import` already sees the patched value
-    hooks.when_imported("va_hook_pkg.target", callback)  # already imported: runs at once
-    assert seen == [1, 2]
-    for name in ("va_hook_pkg.user", "va_hook_pkg.target", "va_hook_pkg"):
-        sys.modules.pop(name, None)
-
-
-def test_hook_keeps_loader_type_for_tracebacks(tmp_path, monkeypatch):
-    from importlib.machinery import SourceFileLoader
-
-    from verl_ascend.core import hooks
-
-    (tmp_path / "va_hook_mod.py").write_text("def f():\n    return 1\n")
-    monkeypatch.syspath_prepend(str(tmp_path))
-    hooks.when_imported("va_hook_mod", lambda module: None)
-    import va_hook_mod
-
-    assert isinstance(va_hook_mod.__loader__, SourceFileLoader)
-    assert "return 1" in va_hook_mod.__loader__.get_source("va_hook_mod")
-    sys.modules.pop("va_hook_mod", None)
-
-
-def test_disabled_names_parsing():
-    from verl_ascend.core.registry import disabled_names
-
-    assert disabled_names({"VERL_ASCEND_PATCHES": "-device, -ray_runtime_env,"}) == {"device", "ray_runtime_env"}
-    assert disabled_names({}) == set()

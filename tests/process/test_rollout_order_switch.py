@@ -12,8 +12,9 @@ import json
 import verl.single_controller.ray.base as base
 import verl.experimental.agent_loop.agent_loop
 from verl_ascend.core import registry
+from verl_ascend.core.marks import is_wrapped
 row = registry.summarize("rollout_order")["targets"]
-wrapped = getattr(base.func_generator, "__verl_ascend_patch__", None) == "rollout_order"
+wrapped = is_wrapped(base.func_generator, "rollout_order")
 print(json.dumps({"rows": {r["target"]: [r["state"], r["detail"]] for r in row}, "wrapped": wrapped}))
 """
 TARGET = "verl.single_controller.ray.base"
@@ -90,8 +91,10 @@ def test_missing_dispatch_point_is_not_applicable(monkeypatch):
 
 @pytest.mark.verl_agnostic
 def test_bad_value_is_an_error_naming_it_and_the_fix(monkeypatch):
-    # The registry records a raising probe as `failed`, logs it and lets the import go on.
+    # The one test of this switch's bad-word message (every word switch's wording: test_settings.py):
+    # the probe raises rather than guessing; the registry records it as `failed` and the import goes on.
     monkeypatch.setenv("VERL_ASCEND_ROLLOUT_ORDER", "tiles")
     with pytest.raises(ValueError) as err:
         rollout_order.PATCH.applies(target_module())
     assert "'tiles'" in str(err.value) and "VERL_ASCEND_ROLLOUT_ORDER=tiled" in str(err.value)
+    assert "VERL_ASCEND_ROLLOUT_ORDER=interleaved" in str(err.value)

@@ -1,8 +1,11 @@
 """`verl-ascend status` shows the mindspeed, torch_npu_save and tensordict_sync patches with reasons."""
 
+import ast
 import json
+import re
 
 import pytest
+import real_torch_npu as real
 from subproc import clean_env, run_cli
 
 NAMES = ("mindspeed", "torch_npu_save", "tensordict_sync")
@@ -21,5 +24,25 @@ def test_off_ascend_all_three_are_not_applicable_with_the_reason():
     for patch in patches.values():
         assert patch["state"] == "not applicable", patch
         assert "not an Ascend host" in patch["targets"][0]["detail"]
+
+
+def _has_swap_helper(version: str) -> bool:
+    tree = real.module_tree(version, "torch_npu/utils/serialization.py")
+    return any(isinstance(n, ast.FunctionDef) and n.name == "_get_npu_save_result" for n in ast.walk(tree))
+
+
+# 2.7.1: what verl 0.6.1's Ascend stacks pin (the double with that version); 2.13.0: the double as it
+# models the real wheel's save path (checked by test_real_torch_npu.py), premise read from the wheel here.
+@pytest.mark.parametrize("version", ["2.7.1", real.CURRENT])
+def test_status_says_torch_npu_save_is_not_applicable_on_a_fixed_torch_npu_and_why(version):
+    if version == real.CURRENT:
+        assert not _has_swap_helper(version)  # the real wheel's save has no nbytes swap to fix
+    proc = run_cli("status", "--patch", "torch_npu_save", env=clean_env(fake_npu=True, FAKE_TORCH_NPU_VERSION=version))
+    reason = f"fixed in this torch_npu {version}: its save does not swap UntypedStorage.nbytes"
+    # the headline is what the step on torch_npu decided, not the gate on torch that armed it
+    assert re.search(rf"^  torch_npu_save  not applicable \({re.escape(reason)}\)$", proc.stdout, re.M), proc.stdout
+    assert re.search(rf"^ +torch_npu: not applicable \({re.escape(reason)}\)$", proc.stdout, re.M), proc.stdout
+    assert re.search(r"^ +torch: watching \(watching torch_npu\)$", proc.stdout, re.M), proc.stdout
+    assert proc.returncode == 0, proc.stderr[-3000:]
 
 # On an Ascend host: tests/process/test_tensordict_sync.py checks the same report from the measuring process.

@@ -85,7 +85,7 @@ out["save"] = save_tensor()
 out["before_repair"] = depth()
 from verl_ascend.core import registry
 from verl_ascend.patches import torch_npu_save
-outcome = registry.apply_to(torch_npu_save._STEP, "torch_npu", torch_npu)
+outcome = registry.apply_to(torch_npu_save.PATCH, "torch_npu", torch_npu)
 out.update(repaired_depth=depth(), state=outcome.state, detail=outcome.detail, save_after_repair=save_tensor())
 print(json.dumps(out))
 """
@@ -141,13 +141,16 @@ def test_patch_keeps_depth_zero_after_failing_interleaved_concurrent_and_nested_
 def test_a_fixed_torch_npu_is_not_applicable_and_its_save_is_untouched():
     body = """
 from verl_ascend.core import registry
-row = [r for r in registry.summarize("torch_npu_save")["targets"] if r["target"] == "torch_npu"][0]
-print(json.dumps({"row": row, "failures": failing_saves(50), "depth": depth(), "save": save_tensor(),
+summary = registry.summarize("torch_npu_save")
+row = [r for r in summary["targets"] if r["target"] == "torch_npu"][0]
+print(json.dumps({"row": row, "headline": [summary["state"], summary["detail"]],
+                  "failures": failing_saves(50), "depth": depth(), "save": save_tensor(),
                   "helper": hasattr(torch_npu.utils.serialization, "_get_npu_save_result")}))
 """
     out = run(body, FAKE_TORCH_NPU_SAVE_BUG="0")
     assert out["row"]["state"] == "not applicable"
     assert out["row"]["detail"] == "fixed in this torch_npu 2.13.0: its save does not swap UntypedStorage.nbytes"
+    assert out["headline"] == ["not applicable", out["row"]["detail"]]  # the step's verdict, not the gate's
     assert out == {**out, "failures": 50, "depth": 0, "save": "ok", "helper": False}
 
 
@@ -158,7 +161,20 @@ orig = torch.serialization.save
 torch.serialization.save = lambda *a, **k: calls.append(1) or orig(*a, **k)
 from verl_ascend.core import registry
 from verl_ascend.patches import torch_npu_save
-outcome = registry.apply_to(torch_npu_save._STEP, "torch_npu", torch_npu)
+outcome = registry.apply_to(torch_npu_save.PATCH, "torch_npu", torch_npu)
 print(json.dumps({"state": outcome.state, "saves_during_detection": len(calls)}))
 """
     assert run(body, VERL_ASCEND_PATCHES="-torch_npu_save") == {"state": "applied", "saves_during_detection": 0}
+
+
+def test_revert_takes_the_wrapper_off_and_the_bug_is_back():
+    body = """
+from verl_ascend.core import registry
+before = registry.summarize("torch_npu_save")["state"]
+failing_saves(3)
+kept = depth()
+registry.revert("torch_npu_save")
+failing_saves(3)
+print(json.dumps({"before": before, "kept": kept, "after": depth(), "state": registry.summarize("torch_npu_save")["state"]}))
+"""
+    assert run(body) == {"before": "applied", "kept": 0, "after": 3, "state": "reverted"}

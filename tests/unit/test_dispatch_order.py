@@ -57,12 +57,6 @@ def test_configured_order(env, ascend, expected):
     assert order == expected and reason
 
 
-def test_bad_value_names_it_and_the_fix():
-    with pytest.raises(ValueError) as err:
-        do.configured_order({do.ENV: "tilde"}, True)
-    assert "'tilde'" in str(err.value) and "=tiled" in str(err.value) and "=interleaved" in str(err.value)
-
-
 def test_batch_already_tiled_by_hand_is_left_alone():
     # users who followed the 235B field report's rollout-timeout fix (docs/field-reports.md) and set interleave=False in both repeats
     keys = ["a", "b", "c"] * 4

@@ -51,7 +51,7 @@ def test_tiled_is_the_floor_when_every_worker_holds_every_prompt(bench):
     assert tiled_sum < other_sums.min()
 
 
-def test_positional_path_meets_issue_14_bar(bench):
+def test_tiled_order_stays_near_the_floor_and_beats_stock_on_the_235b_shape(bench):
     """Tiled within 2 % of the independently computed floor; stock/tiled >= 1.2 on the 235B shape."""
     rng = np.random.default_rng(3)
     model = bench.calibrate(bench.SEED_BATCH)

@@ -148,6 +148,17 @@ def before_import(fullname: str, callback) -> None:
     _register(_before, fullname, callback)
 
 
+def uninstall(names=None) -> None:
+    """Forget the callbacks waiting for ``names`` (every one when None); once none waits, take the
+    finder out of ``sys.meta_path``. For tests that hook modules of their own in a shared process."""
+    with _lock:
+        for table in (_callbacks, _before):
+            for name in list(table) if names is None else names:
+                table.pop(name, None)
+        if not (_callbacks or _before) and _finder in sys.meta_path:
+            sys.meta_path.remove(_finder)
+
+
 def pending_targets() -> list[str]:
     with _lock:
         return sorted(set(_callbacks) | set(_before))

@@ -1,13 +1,25 @@
-"""Small helpers shared by patch modules: marking wrappers so a second apply is a no-op."""
+"""Small helpers shared by patch modules: marking wrappers so a second apply is a no-op.
+
+The only place the mark is spelled: every patch asks :func:`is_wrapped` and sets it through
+:func:`wrap` or, for a replacement it installs some other way (rebinding module globals, a closure
+cell), :func:`mark`.
+"""
 
 import functools
 import inspect
 
-MARK = "__verl_ascend_patch__"
+_MARK = "__verl_ascend_patch__"
 
 
 def is_wrapped(func, name: str) -> bool:
-    return getattr(func, MARK, None) == name
+    """True when ``func`` is a wrapper or replacement that patch ``name`` made."""
+    return getattr(func, _MARK, None) == name
+
+
+def mark(func, name: str):
+    """Tag ``func`` as made by patch ``name`` (what :func:`wrap` does to its wrappers); returns it."""
+    setattr(func, _MARK, name)
+    return func
 
 
 def _descriptor(owner, attr: str):
@@ -36,7 +48,7 @@ def wrap(owner, attr: str, name: str, make_wrapper) -> bool:
         return False
     wrapper = make_wrapper(original)
     functools.update_wrapper(wrapper, original)
-    setattr(wrapper, MARK, name)
+    mark(wrapper, name)
     setattr(owner, attr, type(raw)(wrapper) if raw else wrapper)
     return True
 

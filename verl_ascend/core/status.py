@@ -42,8 +42,10 @@ def _outside_rehearsal(row: dict) -> dict:
     why = "not imported: a rehearsal-only record (acts only inside `verl-ascend rehearse`)"
     targets = [dict(t, detail=why) if t.get("state") == registry.PENDING else t for t in row.get("targets", [])]
     quiet = (registry.PENDING, registry.NOT_APPLICABLE)
-    state = registry.NOT_APPLICABLE if all(t["state"] in quiet for t in targets) else row["state"]
-    return dict(row, state=state, targets=targets)
+    if all(t["state"] in quiet for t in targets):
+        detail = next((t["detail"] for t in targets if t["state"] == registry.NOT_APPLICABLE), why)
+        return dict(row, state=registry.NOT_APPLICABLE, detail=detail, targets=targets)
+    return dict(row, targets=targets)
 
 
 def _device_answer() -> dict:
@@ -129,7 +131,7 @@ def render(report: dict) -> str:
     lines.append("patches:")
     width = max([len(p["name"]) for p in report["patches"]] or [4])
     for patch in report["patches"]:
-        lines.append(f"  {patch['name']:<{width}}  {patch['state']}")
+        lines.append(f"  {patch['name']:<{width}}  {_headline(patch)}")
         for row in patch["targets"]:
             where = row["target"] or "-"
             lines.append(f"  {'':<{width}}    {where}: {row['state']}" + (f" ({row['detail']})" if row["detail"] else ""))
@@ -140,6 +142,14 @@ def render(report: dict) -> str:
     for row in set_here:
         lines.append(f"  {row['name']}={row['raw']}" + (f"  PROBLEM: {row['problem']}" if row["problem"] else ""))
     return "\n".join(lines)
+
+
+def _headline(patch: dict) -> str:
+    """The state with the reason of the row that decided it, when there are several rows to pick from
+    (a single row repeats it below; an applied patch's rows say what it changed)."""
+    several = len(patch.get("targets") or ()) > 1
+    reason = patch.get("detail") if several and patch["state"] != registry.APPLIED else ""
+    return f"{patch['state']} ({reason})" if reason else patch["state"]
 
 
 def judge(report: dict) -> list:

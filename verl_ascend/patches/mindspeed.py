@@ -41,9 +41,9 @@ import logging
 import sys
 import threading
 
-from verl_ascend.core import hooks, platform, registry, settings
-from verl_ascend.core.marks import wrap
-from verl_ascend.core.registry import Patch
+from verl_ascend.core import platform, settings
+from verl_ascend.core.marks import unwrap, wrap
+from verl_ascend.core.registry import Patch, Step
 
 NAME = "mindspeed"
 GATE = "verl"
@@ -259,18 +259,6 @@ def _mindspeed_engine_applies(module):
     return "MindSpeed 2.0/2.1 has no repatch, so verl's MindspeedEngine skips it; see the Megatron engine row"
 
 
-_STEPS = {
-    MEGATRON: Patch(name=NAME, targets=(MEGATRON,), applies=_adaptor_applies, apply=_adaptor_apply),
-    LEGACY: Patch(name=NAME, targets=(LEGACY,), applies=_legacy_applies, apply=_legacy_apply),
-    ENGINE: Patch(name=NAME, targets=(ENGINE,), applies=_engine_applies, apply=_engine_apply),
-    MINDSPEED_ENGINE: Patch(name=NAME, targets=(MINDSPEED_ENGINE,), applies=_mindspeed_engine_applies, apply=None),
-}
-
-
-def _step_callback(target):
-    return lambda module: registry.apply_to(_STEPS[target], target, module)
-
-
 # --- gate ---------------------------------------------------------------------------------------
 
 def _applies(module):
@@ -289,11 +277,21 @@ def _applies(module):
     return None
 
 
-def _apply(module):
-    hooks.before_import(MEGATRON, _step_callback(MEGATRON))
-    for target in (LEGACY, ENGINE, MINDSPEED_ENGINE):
-        hooks.when_imported(target, _step_callback(target))
-    return "watching megatron and verl's Megatron workers (see the rows below)"
+def _revert() -> None:
+    """Take the worker wrappers off (the adaptor, once imported, stays: MindSpeed patched Megatron)."""
+    legacy, engine = sys.modules.get(LEGACY), sys.modules.get(ENGINE)
+    if legacy is not None:
+        unwrap(legacy.MegatronWorker, "_init_hf_config_and_tf_config", NAME)
+        if callable(getattr(legacy, "repatch", None)):
+            unwrap(legacy, "repatch", NAME)
+    if engine is not None:
+        unwrap(engine.MegatronEngine, "_build_tf_config", NAME)
 
 
-PATCH = Patch(name=NAME, targets=(GATE,), applies=_applies, apply=_apply, doc=__doc__)
+# Gated on `import verl`; each step then acts on its own module when that is imported.
+PATCH = Patch(name=NAME, targets=(GATE,), applies=_applies, doc=__doc__, revert=_revert, steps=(
+    Step(MEGATRON, applies=_adaptor_applies, apply=_adaptor_apply, before_import=True),
+    Step(LEGACY, applies=_legacy_applies, apply=_legacy_apply),
+    Step(ENGINE, applies=_engine_applies, apply=_engine_apply),
+    Step(MINDSPEED_ENGINE, applies=_mindspeed_engine_applies),  # reports only: verl's own engine does the work
+))

@@ -11,8 +11,9 @@ Remove when: never; it is the plugin's own plumbing.
 """
 
 import os
+import sys
 
-from verl_ascend.core.marks import wrap
+from verl_ascend.core.marks import unwrap, wrap
 from verl_ascend.core.registry import Patch
 
 NAME = "ray_runtime_env"
@@ -51,4 +52,10 @@ def _apply(module):
     return "ray.init forwards VERL_ASCEND* to runtime_env.env_vars"
 
 
-PATCH = Patch(name=NAME, targets=("ray",), applies=_applies, apply=_apply, doc=__doc__)
+def _revert() -> None:
+    ray = sys.modules.get("ray")
+    if ray is not None:
+        unwrap(ray, "init", NAME)
+
+
+PATCH = Patch(name=NAME, targets=("ray",), applies=_applies, apply=_apply, doc=__doc__, revert=_revert)

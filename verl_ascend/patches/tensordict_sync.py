@@ -28,7 +28,7 @@ import logging
 import sys
 
 from verl_ascend.core import platform
-from verl_ascend.core.marks import wrap
+from verl_ascend.core.marks import is_wrapped, unwrap, wrap
 from verl_ascend.core.registry import Patch
 
 NAME = "tensordict_sync"
@@ -78,7 +78,7 @@ def _applies(module):
     current = getattr(base, "_sync_all", None)
     if current is None:
         return f"tensordict {version} has no TensorDictBase._sync_all; nothing to fix"
-    if getattr(current, "__verl_ascend_patch__", None) == NAME:
+    if is_wrapped(current, NAME):
         return None
     if (getattr(current, "__module__", "") or "").split(".")[0] == "verl":
         return f"verl replaces _sync_all itself for tensordict {version}" + _warn_if_known_bad(version)
@@ -114,4 +114,10 @@ def _apply(module):
             "is in use" + _warn_if_known_bad(version))
 
 
-PATCH = Patch(name=NAME, targets=(TARGET,), applies=_applies, apply=_apply, doc=__doc__)
+def _revert() -> None:
+    base = _base_class()
+    if base is not None:
+        unwrap(base, "_sync_all", NAME)
+
+
+PATCH = Patch(name=NAME, targets=(TARGET,), applies=_applies, apply=_apply, doc=__doc__, revert=_revert)

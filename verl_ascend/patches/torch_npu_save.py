@@ -25,9 +25,8 @@ Remove when: no supported stack can have an affected torch_npu (the patch then a
 import sys
 import threading
 
-from verl_ascend.core import hooks, platform, registry
-from verl_ascend.core.marks import wrap
-from verl_ascend.core.registry import Patch
+from verl_ascend.core import marks, platform
+from verl_ascend.core.registry import Patch, Step
 
 NAME = "torch_npu_save"
 GATE = "torch"
@@ -73,7 +72,7 @@ def _step_applies(module):
     helper = getattr(_serialization(), HELPER, None)
     if helper is None:
         return fixed_reason()
-    if getattr(helper, "__verl_ascend_patch__", None) == NAME:
+    if marks.is_wrapped(helper, NAME):
         return None
     import torch
 
@@ -112,12 +111,9 @@ def _step_apply(module):
         original, depth = unchain(storage_cls.nbytes)
         if depth:
             storage_cls.nbytes = original
-    wrap(_serialization(), HELPER, NAME, _safe)
+    marks.wrap(_serialization(), HELPER, NAME, _safe)
     repaired = f"; unwound {depth} stacked nbytes wrappers left by earlier saves" if depth else ""
     return f"torch.save restores UntypedStorage.nbytes on error and across threads{repaired}"
-
-
-_STEP = Patch(name=NAME, targets=(STEP,), applies=_step_applies, apply=_step_apply, doc=__doc__)
 
 
 def _applies(module):
@@ -126,9 +122,12 @@ def _applies(module):
     return None
 
 
-def _apply(module):
-    hooks.when_imported(STEP, lambda npu: registry.apply_to(_STEP, STEP, npu))
-    return "watching torch_npu's save (see the torch_npu row)"
+def _revert() -> None:
+    module = _serialization()
+    if module is not None:
+        marks.unwrap(module, HELPER, NAME)
 
 
-PATCH = Patch(name=NAME, targets=(GATE,), applies=_applies, apply=_apply, doc=__doc__)
+# Gated on `torch` (every process imports it), the change itself lands on torch_npu's save helper.
+PATCH = Patch(name=NAME, targets=(GATE,), applies=_applies, doc=__doc__, revert=_revert,
+              steps=(Step(STEP, applies=_step_applies, apply=_step_apply),))

@@ -11,9 +11,10 @@ Remove when: verl 0.6.x is no longer supported.
 """
 
 import logging
+import sys
 
 from verl_ascend.core import platform
-from verl_ascend.core.marks import wrap
+from verl_ascend.core.marks import unwrap, wrap
 from verl_ascend.core.registry import Patch
 
 NAME = "trainer_device"
@@ -58,4 +59,10 @@ def _apply(module):
     return "RayPPOTrainer.__init__ maps trainer.device cuda -> npu"
 
 
-PATCH = Patch(name=NAME, targets=(TARGET,), applies=_applies, apply=_apply, doc=__doc__)
+def _revert() -> None:
+    module = sys.modules.get(TARGET)
+    if module is not None and hasattr(module, "RayPPOTrainer"):
+        unwrap(module.RayPPOTrainer, "__init__", NAME)
+
+
+PATCH = Patch(name=NAME, targets=(TARGET,), applies=_applies, apply=_apply, doc=__doc__, revert=_revert)

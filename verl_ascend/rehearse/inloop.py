@@ -164,20 +164,19 @@ def watch_checkpoints(module) -> str:
 
 def watch_engines(engine_base) -> str:
     """Wrap ``EngineRegistry.get_engine_cls``: each process says once which engine class verl picked."""
-    registry = engine_base.EngineRegistry
-    original = registry.__dict__["get_engine_cls"].__func__
-    if getattr(original, "__verl_ascend_patch__", None) == "rehearse_report":
+    from verl_ascend.core.marks import wrap
+
+    def make(original):  # the function inside the classmethod: called with the class first
+        def get_engine_cls(cls, model_type, backend):
+            found = original(cls, model_type, backend)
+            line = f"engine in rank {_rank()}: {found.__name__} ({found.__module__}) for {model_type}/{backend}"
+            if line not in _said:
+                _said.add(line)
+                say(line)
+            return found
+
+        return get_engine_cls
+
+    if not wrap(engine_base.EngineRegistry, "get_engine_cls", "rehearse_report", make):
         return "EngineRegistry already watched"
-
-    def get_engine_cls(cls, model_type, backend):
-        found = original(cls, model_type, backend)
-        line = f"engine in rank {_rank()}: {found.__name__} ({found.__module__}) for {model_type}/{backend}"
-        if line not in _said:
-            _said.add(line)
-            say(line)
-        return found
-
-    get_engine_cls.__verl_ascend_patch__ = "rehearse_report"
-    get_engine_cls.__wrapped__ = original
-    registry.get_engine_cls = classmethod(get_engine_cls)
     return "EngineRegistry says which engine class each worker builds"

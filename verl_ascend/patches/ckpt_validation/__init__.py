@@ -31,7 +31,7 @@ Remove when: torch validates a ~50k-chunk expert stack in well under a second.
 """
 
 from verl_ascend.core import settings
-from verl_ascend.core.marks import MARK
+from verl_ascend.core.marks import is_wrapped
 from verl_ascend.core.registry import Patch
 from verl_ascend.patches.ckpt_validation import usage
 from verl_ascend.patches.ckpt_validation import validators as impl
@@ -57,7 +57,7 @@ def mode(environ=None) -> str:
 def _current(module, attr):
     """The function torch defines, even when this patch already replaced it."""
     func = getattr(module, attr)
-    while getattr(func, MARK, None) == NAME:
+    while is_wrapped(func, NAME):
         func = func.__wrapped__
     return func
 
@@ -87,7 +87,7 @@ def _install(module, attr, replacement) -> int:
 def _apply(module):
     chosen = mode()
     attr = _ATTRS[module.__name__]
-    if getattr(getattr(module, attr), MARK, None) == NAME:
+    if is_wrapped(getattr(module, attr), NAME):
         return f"{chosen}: {attr} already replaced"
     original = _current(module, attr)
     note = ""
@@ -156,4 +156,5 @@ def revert() -> None:
         impl.rebind(attr, replacement, original)
 
 
-PATCH = Patch(name=NAME, targets=(LOAD, SAVE, READ), applies=_applies, apply=_apply, doc=__doc__, live=live)
+PATCH = Patch(name=NAME, targets=(LOAD, SAVE, READ), applies=_applies, apply=_apply, doc=__doc__, live=live,
+              revert=revert)

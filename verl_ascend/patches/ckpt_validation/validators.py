@@ -19,6 +19,7 @@ import math
 import sys
 import types
 
+from verl_ascend.core import marks
 from verl_ascend.patches.ckpt_validation import shard_checks
 
 logger = logging.getLogger("verl_ascend")
@@ -343,7 +344,7 @@ def check_read_replacement(original, replacement) -> None:
 def mark(replacement, original, tag: str, mode: str):
     """Make ``replacement`` look like ``original`` (name, doc, ``__wrapped__``) and tag it."""
     functools.update_wrapper(replacement, original)
-    replacement.__verl_ascend_patch__ = tag
+    marks.mark(replacement, tag)
     replacement.verl_ascend_mode = mode
     return replacement
 

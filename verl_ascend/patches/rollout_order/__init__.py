@@ -40,9 +40,10 @@ Remove when: verl 0.6.x (the last with the spmd ``rollout.mode=sync`` trainer pa
 import functools
 import inspect
 import logging
+import sys
 
 from verl_ascend.core import platform, settings
-from verl_ascend.core.marks import MARK, unwrap, wrap
+from verl_ascend.core.marks import is_wrapped, mark, unwrap, wrap
 from verl_ascend.core.registry import Patch
 from verl_ascend.patches.rollout_order import order as dispatch_order
 
@@ -168,8 +169,7 @@ def reorder_around(func):
             return _finish(func(self, *args, **kwargs), state)
 
     functools.update_wrapper(generate_sequences, func)
-    setattr(generate_sequences, MARK, NAME)
-    return generate_sequences
+    return mark(generate_sequences, NAME)
 
 
 def _innermost_cell(func):
@@ -192,7 +192,7 @@ def _innermost_cell(func):
                 except ValueError:  # an empty cell
                     continue
                 # the body itself, or our reorder around it from an earlier apply
-                if held is inner or (getattr(held, MARK, None) == NAME and held.__wrapped__ is inner):
+                if held is inner or (is_wrapped(held, NAME) and held.__wrapped__ is inner):
                     return cell
             return None
         outer = inner
@@ -208,7 +208,7 @@ def _wrap_manager(manager) -> str:
         wrap(manager, "generate_sequences", NAME, reorder_around)
         return "AgentLoopManager.generate_sequences"
     body = cell.cell_contents
-    if getattr(body, MARK, None) != NAME:
+    if not is_wrapped(body, NAME):
         cell.cell_contents = reorder_around(body)
         _undo.append(lambda: setattr(cell, "cell_contents", body))
     return "AgentLoopManager.generate_sequences (inside verl's decorators)"
@@ -351,5 +351,6 @@ def _apply(module):
 
 
 PATCH = Patch(
-    name=NAME, targets=(AGENT_LOOP, WORKER_GROUP), applies=_applies, apply=_apply, doc=__doc__
+    name=NAME, targets=(AGENT_LOOP, WORKER_GROUP), applies=_applies, apply=_apply, doc=__doc__,
+    revert=lambda: revert(sys.modules.get(AGENT_LOOP), sys.modules.get(WORKER_GROUP)),
 )

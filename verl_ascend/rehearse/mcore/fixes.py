@@ -171,12 +171,6 @@ def norm_with_sequence_parallel(torch_norm) -> str:
 
         return __new__
 
-    from verl_ascend.core.marks import MARK, is_wrapped
 
-    current = cls.__dict__["__new__"]  # a staticmethod in the class dict
-    current = current.__func__ if isinstance(current, staticmethod) else current
-    if not is_wrapped(current, "rehearse_mcore_norm"):
-        wrapper = make(current)
-        setattr(wrapper, MARK, "rehearse_mcore_norm")
-        cls.__new__ = staticmethod(wrapper)
+    wrap(cls, "__new__", "rehearse_mcore_norm", make)  # __new__ is a staticmethod in the class dict: it stays one
     return "WrappedTorchNorm accepts sequence_parallel (its params marked for the TP grad all-reduce)"

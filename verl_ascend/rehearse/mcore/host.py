@@ -23,7 +23,7 @@ import functools
 import threading
 import types
 
-from verl_ascend.core.marks import MARK
+from verl_ascend.core.marks import wrap
 
 # Module -> why it is on the list (the call sites a CPU rehearsal reaches, megatron-core 0.13-0.16, mbridge 0.15).
 SITES = {
@@ -118,8 +118,6 @@ def no_op_cuda_methods() -> None:
     """``nn.Module.cuda`` / ``Tensor.cuda`` return self (on a torch without CUDA they can only raise)."""
     import torch
 
-    from verl_ascend.core.marks import wrap
-
     wrap(torch.nn.Module, "cuda", "rehearse_mcore_cuda", lambda original: lambda self, device=None: self)
     wrap(torch.Tensor, "cuda", "rehearse_mcore_cuda",
          lambda original: lambda self, device=None, non_blocking=False, **kw: self)
@@ -147,8 +145,6 @@ class _CudaComparableName(str):
 def _install_type_alias() -> None:
     import torch
 
-    from verl_ascend.core.marks import wrap
-
     def make(original):
         def type_(self, dtype=None, non_blocking=False, **kwargs):
             name = original(self, dtype, non_blocking, **kwargs) if (dtype is not None or kwargs) else original(self)
@@ -171,23 +167,16 @@ def cuda_type_names():
 
 
 def _scoped(func):
-    @functools.wraps(func)
     def scoped(*args, **kwargs):
         with cuda_type_names():
             return func(*args, **kwargs)
 
-    setattr(scoped, MARK, "rehearse_mcore_optimizer")
     return scoped
 
 
 def _scope_one(owner, attr) -> None:
-    """Wrap ``owner.attr`` in the type-name scope, keeping a static/class method what it is."""
-    raw = vars(owner).get(attr) if isinstance(owner, type) else getattr(owner, attr)
-    kind = type(raw) if isinstance(raw, (staticmethod, classmethod)) else None
-    func = raw.__func__ if kind else raw
-    if getattr(func, MARK, None) == "rehearse_mcore_optimizer":
-        return
-    setattr(owner, attr, kind(_scoped(func)) if kind else _scoped(func))
+    """Wrap ``owner.attr`` in the type-name scope (marks.wrap keeps a static/class method what it is)."""
+    wrap(owner, attr, "rehearse_mcore_optimizer", _scoped)
 
 
 def scope_type_checks(module) -> list:
