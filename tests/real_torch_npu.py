@@ -101,3 +101,24 @@ def function(tree: ast.Module, name: str):
 def assigned_targets(func: ast.FunctionDef) -> list:
     """Dotted names a function assigns to, e.g. ``torch.serialization._save``."""
     return [ast.unparse(t) for node in ast.walk(func) if isinstance(node, ast.Assign) for t in node.targets]
+
+
+# The save path of the real wheel: serialization.py and the pure-Python modules it imports. Over a copy of
+# the double these replace the double's serialization; the double keeps standing in for the compiled part
+# (torch_npu._C, the device runtime) and for the package __init__ that would load it.
+SAVE_PATH = ("torch_npu/utils/serialization.py", "torch_npu/utils/storage.py", "torch_npu/utils/_error_code.py",
+             "torch_npu/utils/utils.py", "torch_npu/_init/__init__.py", "torch_npu/_init/common/warning_utils.py")
+
+
+def save_path_over_double(version: str, double_site: Path, dest: Path) -> Path:
+    """A site folder: the double with the real wheel's save-path Python in place of its own."""
+    import shutil
+
+    shutil.copytree(double_site, dest, ignore=shutil.ignore_patterns("__pycache__"))
+    for rel in SAVE_PATH:
+        (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+        (dest / rel).write_text(source(version, rel))
+    # the real package imports utils.storage before torch.save is replaced (serialization reaches it then)
+    with open(dest / "torch_npu" / "utils" / "__init__.py", "a") as init:
+        init.write("\nfrom . import storage  # noqa: E402,F401  (added by tests/real_torch_npu.py)\n")
+    return dest

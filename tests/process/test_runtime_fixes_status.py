@@ -6,7 +6,7 @@ import re
 
 import pytest
 import real_torch_npu as real
-from subproc import clean_env, run_cli
+from subproc import FAKE_SITE, clean_env, run_cli, run_python
 
 NAMES = ("mindspeed", "torch_npu_save", "tensordict_sync")
 
@@ -31,13 +31,19 @@ def _has_swap_helper(version: str) -> bool:
     return any(isinstance(n, ast.FunctionDef) and n.name == "_get_npu_save_result" for n in ast.walk(tree))
 
 
-# 2.7.1: what verl 0.6.1's Ascend stacks pin (the double with that version); 2.13.0: the double as it
-# models the real wheel's save path (checked by test_real_torch_npu.py), premise read from the wheel here.
-@pytest.mark.parametrize("version", ["2.7.1", real.CURRENT])
-def test_status_says_torch_npu_save_is_not_applicable_on_a_fixed_torch_npu_and_why(version):
-    if version == real.CURRENT:
-        assert not _has_swap_helper(version)  # the real wheel's save has no nbytes swap to fix
-    proc = run_cli("status", "--patch", "torch_npu_save", env=clean_env(fake_npu=True, FAKE_TORCH_NPU_VERSION=version))
+# 2.7.1: what verl 0.6.1's Ascend stacks pin (the double with that version); "2.13.0 real": the real 2.13.0
+# wheel's save path (serialization.py and the Python it imports) over the double's compiled stand-ins.
+@pytest.mark.parametrize("version", ["2.7.1", f"{real.CURRENT} real"])
+def test_status_says_torch_npu_save_is_not_applicable_on_a_fixed_torch_npu_and_why(version, tmp_path):
+    version, _, real_python = version.partition(" ")
+    env = clean_env(fake_npu=True, FAKE_TORCH_NPU_VERSION=version)
+    if real_python:
+        assert not _has_swap_helper(version)  # the premise, read from the wheel: its save has no nbytes swap
+        site = real.save_path_over_double(version, FAKE_SITE, tmp_path / "site")
+        env["PYTHONPATH"] = env["PYTHONPATH"].replace(str(FAKE_SITE), str(site))
+        probe = run_python("import torch_npu.utils.serialization as s; print(s.__file__)", env=env)
+        assert probe.stdout.strip().splitlines()[-1] == str(site / "torch_npu/utils/serialization.py"), probe.stderr
+    proc = run_cli("status", "--patch", "torch_npu_save", env=env)
     reason = f"fixed in this torch_npu {version}: its save does not swap UntypedStorage.nbytes"
     # the headline is what the step on torch_npu decided, not the gate on torch that armed it
     assert re.search(rf"^  torch_npu_save  not applicable \({re.escape(reason)}\)$", proc.stdout, re.M), proc.stdout
