@@ -231,7 +231,7 @@ def test_a_failed_copy_leaves_whole_files_and_no_tracker(saved, cluster):
     (b / ACTOR / "extra" / "dist_ckpt" / ".metadata" / "in_the_way").mkdir(parents=True)
     proc = sync(cluster, "--all")
     assert proc.returncode == 2, proc.stdout + proc.stderr
-    assert f"{spec_b}: copying" in proc.stderr and "rsync exit" in proc.stderr
+    assert f"{spec_b}: copying" in proc.stdout and "rsync exit" in proc.stdout  # a finding of that node
     landed = _files(b)
     assert not [rel for rel in landed if re.search(r"(^|/)\.[^/]+\.[A-Za-z0-9]{6}$", rel)]  # no rsync temp file
     whole = _state(saved)

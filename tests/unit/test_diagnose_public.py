@@ -10,9 +10,9 @@ import re
 from pathlib import Path
 
 import pytest
+from test_diagnose import cli_run, diagnose  # the same JSON form and in-process CLI
 
-from verl_ascend import cli
-from verl_ascend.diagnose import report, scan, table
+from verl_ascend.diagnose import table
 
 pytestmark = pytest.mark.verl_agnostic
 FIX = Path(__file__).parents[1] / "fixtures" / "diagnose"
@@ -41,18 +41,6 @@ FIX_WORDS = {
     "port_in_use": "MASTER_PORT", "cann_not_sourced": "set_env.sh", "hccp_busy": "npu-smi info",
     "unrecognised_failure": "ASCEND_LAUNCH_BLOCKING",
 }
-
-
-def diagnose(*paths):
-    """The JSON form (what --json prints: the shared envelope), so the tests read what a script reads."""
-    return json.loads(report.build(scan.scan([str(p) for p in paths])).to_json())
-
-
-def cli_run(capsys, *argv):
-    """``verl-ascend ARGV`` in this process: (exit code, stdout, stderr)."""
-    code = cli.main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def test_the_fresh_set_is_big_enough_and_every_file_is_listed():
