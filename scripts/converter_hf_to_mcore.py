@@ -1,8 +1,8 @@
-"""HF -> Megatron dist checkpoint, verl's flags; see `--help` and docs/convert.md."""
+"""HF -> Megatron dist checkpoint, verl's flags; see `--help` and docs/convert.md. Same as `verl-ascend convert`."""
 
 import sys
 
-from verl_ascend.commands.convert import main
+from verl_ascend.cli import script
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(script("convert"))

@@ -4,7 +4,7 @@ examples/data_preprocess/gsm8k.py. Same as `verl-ascend gsm8k`; see docs/gsm8k.m
 
 import sys
 
-from verl_ascend.data.gsm8k import main
+from verl_ascend.cli import script
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(script("gsm8k"))

@@ -1,7 +1,7 @@
 """Run several conversions in one process (one torchrun launch is expensive on 2 shared cores).
 
     python convert_driver.py models ROOT           build tiny random HF checkpoints in ROOT/hf/*
-    python convert_driver.py run PLAN.json         run verl_ascend.commands.convert.main(argv) per plan entry
+    python convert_driver.py run PLAN.json         run verl_ascend.cli.script("convert", argv) per plan entry
                                                    (entries may also build models, read keys, plant)
     python convert_driver.py plant CKPT TENSOR     alter one tensor of a written checkpoint in place
 
@@ -44,7 +44,7 @@ def build_models(root: str) -> dict:
 
 
 def run_plan(plan: list) -> list:
-    from verl_ascend.commands.convert import main
+    from verl_ascend.cli import script
 
     results = []
     for entry in plan:
@@ -65,7 +65,7 @@ def run_plan(plan: list) -> list:
             continue
         err = io.StringIO()
         with contextlib.redirect_stderr(err), _interrupted(entry.get("interrupt")):
-            rc = main(entry["argv"])
+            rc = script("convert", entry["argv"])
         results.append({"name": entry["name"], "rc": rc, "stderr": err.getvalue()[-4000:]})
     return results
 

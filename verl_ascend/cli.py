@@ -7,6 +7,7 @@ or bad input; 130 after Ctrl-C).
 
 import argparse
 import importlib
+import os
 import sys
 
 from verl_ascend.core import findings
@@ -50,10 +51,23 @@ def main(argv=None) -> int:
     args, unknown = parser.parse_known_args(argv)
     if unknown:
         parser.subcommands[args.command].error(f"unrecognized arguments: {' '.join(unknown)}")
+    return _run(f"verl-ascend {args.command}", args)
+
+
+def script(command: str, argv=None) -> int:
+    """``scripts/<x>.py``: that subcommand's own parser (``build_parser()`` of its module, under the script's
+    name) and the same error handling and exit codes as ``verl-ascend <command>``."""
+    args = importlib.import_module(f"verl_ascend.commands.{command}").build_parser().parse_args(argv)
+    return _run(os.path.basename(sys.argv[0]) or command, args)
+
+
+def _run(prog: str, args) -> int:
+    # The one place bad input is said: every feature raises a BadInput subclass, no command catches it. Any
+    # other exception is a crash and keeps its traceback (and exit 1), so a bug never reads as "bad input".
     try:
         return args.func(args)
-    except findings.BadInput as exc:  # every feature's bad-input error: one message shape, one code
-        print(f"verl-ascend {args.command}: {exc}", file=sys.stderr)
+    except findings.BadInput as exc:
+        print(f"{prog}: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)

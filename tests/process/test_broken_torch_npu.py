@@ -59,4 +59,4 @@ def test_json_outputs_stay_valid_when_torch_npu_prints_to_stdout():
     assert "ASCEND_HOME_PATH environment variable is not set" in status.stderr
     doctor = run_cli("doctor", "--json", *QUICK_DOCTOR, env=env)
     assert doctor.returncode in (0, 1, 2), doctor.stderr[-3000:]  # any verdict; the JSON must parse
-    assert json.loads(doctor.stdout)["schema"] == 2
+    assert json.loads(doctor.stdout)["schema"] == 3 and json.loads(doctor.stdout)["command"] == "doctor"

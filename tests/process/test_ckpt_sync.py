@@ -215,7 +215,7 @@ def test_a_bad_or_unreachable_node_is_exit_2_naming_it(saved, cluster):
         assert proc.returncode == 2 and repr(bad) in proc.stderr and "[user@]host[:port]" in proc.stderr
     dead = f"127.0.0.1:{_free_port('127.0.0.1')}"
     proc = sync(cluster, nodes=[spec_a, dead])
-    assert proc.returncode == 2 and f"{dead}: cannot reach it over ssh" in proc.stderr and "fix:" in proc.stderr
+    assert proc.returncode == 2 and f"{dead}: cannot reach it over ssh" in proc.stdout and "fix:" in proc.stdout
     twice = sync(cluster, nodes=[spec_a, spec_a])
     assert twice.returncode == 2 and "twice" in twice.stderr
     relative = run_cli("ckpt", "sync", "ckpt", "--nodes", spec_a, env=clean_env(), timeout=120)
@@ -231,7 +231,7 @@ def test_a_failed_copy_leaves_whole_files_and_no_tracker(saved, cluster):
     (b / ACTOR / "extra" / "dist_ckpt" / ".metadata" / "in_the_way").mkdir(parents=True)
     proc = sync(cluster, "--all")
     assert proc.returncode == 2, proc.stdout + proc.stderr
-    assert f"{spec_b}: copying" in proc.stderr and "rsync exit" in proc.stderr
+    assert f"{spec_b}: copying" in proc.stdout and "rsync exit" in proc.stdout  # a finding of that node
     landed = _files(b)
     assert not [rel for rel in landed if re.search(r"(^|/)\.[^/]+\.[A-Za-z0-9]{6}$", rel)]  # no rsync temp file
     whole = _state(saved)

@@ -266,7 +266,7 @@ def _tiny_checkpoint(folder: Path, **config):
     ("tied_pp", ["--pp", "2"], "--pp 2 with tie_word_embeddings=true cannot be converted on a CPU-only host"),
 ])
 def test_bad_input_exits_2(tmp_path, capsys, monkeypatch, case, argv_extra, expected):
-    from verl_ascend.commands.convert import main
+    from verl_ascend.cli import script
 
     monkeypatch.delenv("WORLD_SIZE", raising=False)
     if case == "tied_pp":
@@ -280,7 +280,7 @@ def test_bad_input_exits_2(tmp_path, capsys, monkeypatch, case, argv_extra, expe
     if case == "corrupt":
         data = (hf / "model.safetensors").read_bytes()
         (hf / "model.safetensors").write_bytes(data[: len(data) // 3])
-    rc = main(["--hf_model_path", str(hf), "--output_path", str(tmp_path / "out"), *argv_extra])
+    rc = script("convert", ["--hf_model_path", str(hf), "--output_path", str(tmp_path / "out"), *argv_extra])
     err = capsys.readouterr().err
     assert rc == 2, err
     assert expected in err

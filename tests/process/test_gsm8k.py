@@ -13,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from subproc import ROOT, clean_env, last_json, run_cli, run_python
 
+from verl_ascend import cli
 from verl_ascend.data import gsm8k
 
 FIXTURE = ROOT / "tests" / "fixtures" / "gsm8k"
@@ -30,7 +31,7 @@ def _write_jsonl(folder: Path, split: str, rows) -> None:
 
 
 def _run(capsys, *argv):
-    code = gsm8k.main([*map(str, argv)])
+    code = cli.script("gsm8k", [*map(str, argv)])
     out, err = capsys.readouterr()
     return code, out, err
 

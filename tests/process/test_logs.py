@@ -14,24 +14,24 @@ from verl_ascend.logs import parse, throughput
 
 pytestmark = pytest.mark.verl_agnostic
 FIXTURE = Path(__file__).parents[1] / "fixtures" / "verl_steps.log"
-SEED_LINE = FIXTURE.read_text(encoding="utf-8").splitlines()[2]  # the 235B field report's step-1 line, ESC byte lost
+FIELD_REPORT_LINE = FIXTURE.read_text(encoding="utf-8").splitlines()[2]  # the 235B field report's step-1 line, ESC byte lost
 
 
-def test_seed_003_line_parses_to_its_values():
-    step, m = parse.parse_line(SEED_LINE)
+def test_the_235b_field_report_step_line_parses_to_its_values():
+    step, m = parse.parse_line(FIELD_REPORT_LINE)
     assert step == 1
     assert m["timing_s/step"] == 2814.4491687440313
     assert m["response_length/mean"] == 1329.1591796875
     assert m["actor/lr"] == 1e-06 and m["training/global_step"] == 1.0
     assert m["perf/throughput"] == 8.035425590966435
-    assert len(m) == SEED_LINE.split("step:1 - ", 1)[1].count(" - ") + 1  # every field, none lost
+    assert len(m) == FIELD_REPORT_LINE.split("step:1 - ", 1)[1].count(" - ") + 1  # every field, none lost
 
 
 @pytest.mark.parametrize("prefix", ["", "(TaskRunner pid=11069) ", "\x1b[36m(TaskRunner pid=11069)\x1b[0m ",
                                     "[36m(TaskRunner pid=11069)[0m ", "/tmp/ray/session_latest/logs/driver.log:812:"])
 def test_prefixes_and_colours_give_the_same_step(prefix):
-    body = SEED_LINE.split(") ", 1)[1]
-    assert parse.parse_line(prefix + body + "\x1b[0m\n") == parse.parse_line(SEED_LINE)
+    body = FIELD_REPORT_LINE.split(") ", 1)[1]
+    assert parse.parse_line(prefix + body + "\x1b[0m\n") == parse.parse_line(FIELD_REPORT_LINE)
 
 
 def test_value_forms_verl_prints():
@@ -56,8 +56,8 @@ def test_fixture_steps_malformed_lines_counted_and_repeats_replaced(tmp_path):
     assert both.steps[3] == {"critic/rewards/mean": 0.75}  # the later file wins, whole step
 
 
-def test_throughput_matches_seed_003_formulas_by_hand():
-    _, m = parse.parse_line(SEED_LINE)
+def test_throughput_matches_the_235b_field_report_formulas_by_hand():
+    _, m = parse.parse_line(FIELD_REPORT_LINE)
     # the 235B field report's recipe: train_batch_size 128, rollout.n 16, 16 nodes x 8 NPUs
     tokens = (1329.1591796875 + 84.296875) * 128 * 16
     assert tokens == m["perf/total_num_tokens"]  # verl logs exactly this numerator

@@ -44,7 +44,7 @@ def test_json_form_is_the_same_for_every_command_and_reads_back():
     f = Finding(WARNING, "/ckpt/global_step_2", "shard missing", "copy it", keys=["k"], code="shard_missing")
     d = json.loads(json.dumps(f.as_dict()))
     assert d == {"severity": "warning", "subject": "/ckpt/global_step_2", "message": "shard missing",
-                 "fix": "copy it", "keys": ["k"], "code": "shard_missing"}
+                 "fix": "copy it", "keys": ["k"], "code": "shard_missing", "where": {}, "sources": [], "details": {}}
     assert Finding(**d) == f
 
 

@@ -1,12 +1,15 @@
-"""Run every stage of the check on one recipe and collect a report (a plain dict, JSON-ready)."""
+"""Run every stage of the check on one recipe and collect a :class:`Report` (``run_check``: its JSON form)."""
 
 import contextlib
+import dataclasses
+import importlib.util
 import os
 import sys
 
+from verl_ascend.core import findings as _findings
 from verl_ascend.core import profiles
 from verl_ascend.core.findings import ERROR, INFO, exit_code, finding
-from verl_ascend.recipe import compose, extract, model_facts
+from verl_ascend.recipe import compose, extract, model_facts, sandbox
 from verl_ascend.recipe.layout import ARR, BadValue, get, rollout_layout, train_layout, world_size
 
 from . import bridge, hbm, rules, trainer_path, verl_checks
@@ -26,6 +29,61 @@ def _verl_features() -> tuple:
         has_auto = False
     active = "trainer_device" in registry.names() and "trainer_device" not in registry.disabled_names()
     return getattr(verl, "__version__", "unknown"), has_auto, active
+
+
+class BadCheckInput(_findings.BadInput):
+    """No recipe file, a bad --set or --verl-src, no verl or no sandbox here: nothing of the recipe runs."""
+
+
+@dataclasses.dataclass
+class Report:
+    """What check found about one recipe: the header facts (``None`` where that stage was not reached),
+    the findings, and the exit code they give."""
+
+    recipe: str
+    device: dict
+    findings: list = dataclasses.field(default_factory=list)  # Finding records, in the order found
+    skipped: list = None          # recipe commands not run (pkill, rm, pip, ...)
+    entry: str = None             # python -m <entry>
+    config_name: str = None
+    overrides: list = None
+    config_source: str = None
+    verl_version: str = None
+    trainer: str = None           # the trainer loop verl runs for this config
+    model: dict = None
+    layout: dict = None
+    verl_validation: dict = None  # {ran: [...], errors: [...]}
+
+    @property
+    def exit_code(self) -> int:
+        return exit_code(self.findings)
+
+    def _facts(self) -> dict:
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)
+                if f.name != "findings" and getattr(self, f.name) is not None}
+
+    def as_dict(self) -> dict:
+        return _findings.envelope("check", self.findings, **self._facts())
+
+    def to_json(self) -> str:
+        return _findings.to_json("check", self.findings, **self._facts())
+
+    def text(self) -> str:
+        from .render import text
+
+        return text(self)
+
+
+def _refuse_bad_input(script, sets, verl_src) -> None:
+    if not os.path.isfile(script):
+        raise BadCheckInput(f"{script}: no such file; pass the path of a recipe script")
+    if verl_src and not os.path.isdir(verl_src):
+        raise BadCheckInput(f"--verl-src {verl_src} is not a directory; pass a verl source tree or verl-recipe checkout")
+    bad = [item for item in sets if "=" not in item]
+    if bad:
+        raise BadCheckInput(f"--set {bad[0]!r} is not KEY=VALUE, e.g. --set trainer.nnodes=8")
+    if importlib.util.find_spec("verl") is None:
+        raise BadCheckInput("verl is not installed in this Python environment: install verl to check recipes")
 
 
 def _layout_summary(cfg, use_ref, engine) -> dict:
@@ -77,32 +135,42 @@ def _offline():
                 os.environ[k] = v
 
 
-def run_check(script: str, sets=(), verl_src=None, device: str = profiles.DEFAULT) -> dict:
+def check(script: str, sets=(), verl_src=None, device: str = profiles.DEFAULT) -> Report:
+    """The report on one recipe; bad input (and no sandbox on this host) raises :class:`BadCheckInput`."""
+    _refuse_bad_input(script, sets, verl_src)
     with _offline():
-        return _run_check(script, sets, verl_src, device)
+        try:
+            return _run_check(script, sets, verl_src, device)
+        except sandbox.Unavailable as exc:  # this host, not the recipe: nothing was run
+            raise BadCheckInput(str(exc)) from None
 
 
-def _run_check(script, sets, verl_src, device) -> dict:
+def run_check(script: str, sets=(), verl_src=None, device: str = profiles.DEFAULT) -> dict:
+    """The report as the JSON-ready dict ``check --json`` prints (for programs calling check)."""
+    return check(script, sets, verl_src, device).as_dict()
+
+
+def _run_check(script, sets, verl_src, device) -> Report:
     profile = profiles.get(device)
-    report = {"recipe": script, "device": {"profile": profile.name, "title": profile.title, "per": profile.rank_word,
-                                           "rank_gb": profile.rank_gb}, "findings": []}
+    report = Report(recipe=script, device={"profile": profile.name, "title": profile.title, "per": profile.rank_word,
+                                           "rank_gb": profile.rank_gb})
     env_overrides = {}
     if verl_src:
         env_overrides["VERL_SRC"] = str(verl_src)
     # without a tree the shipped DAPO recipes call verl's main_ppo and pick its reward keys themselves
     got = extract.extract(script, env_overrides)  # raises sandbox.Unavailable: the caller refuses
     launch, found = got.launch, list(got.findings)
-    report["skipped"] = got.skipped
+    report.skipped = got.skipped
     if launch is None:
         return _finish(report, found)
     launch.overrides.extend(sets)
-    report.update(entry=launch.module, config_name=launch.config_name, overrides=list(launch.overrides))
+    report.entry, report.config_name, report.overrides = launch.module, launch.config_name, list(launch.overrides)
     composed = compose.compose_launch(launch, verl_src=verl_src)
-    report["config_source"] = composed.source
+    report.config_source = composed.source
     findings = found + list(composed.findings) + rules.env(launch.env, profile)
     cfg = composed.config
     version, has_auto, patch_active = _verl_features()
-    report["verl_version"] = version
+    report.verl_version = version
     if cfg is None:
         return _finish(report, findings)
     try:
@@ -113,9 +181,9 @@ def _run_check(script, sets, verl_src, device) -> dict:
         return _finish(report, findings + [bad])
 
 
-def _judge(report, cfg, launch, profile, findings, version, has_auto, patch_active) -> dict:
+def _judge(report, cfg, launch, profile, findings, version, has_auto, patch_active) -> Report:
     loop, loop_findings = trainer_path.findings(cfg, version)
-    report["trainer"] = loop
+    report.trainer = loop
     findings += [trainer_path.describe(loop)] + loop_findings
     ran, verl_found = verl_checks.run_verl_validation(cfg)
     remote = verl_checks.remote_models(cfg, verl_checks.uses_critic(cfg))
@@ -133,24 +201,23 @@ def _judge(report, cfg, launch, profile, findings, version, has_auto, patch_acti
         findings.append(finding("model", INFO, (f"{ARR}.model.path",),
                                 f"model facts unavailable ({why}): layer, head, expert and memory rules skipped"))
     else:
-        report["model"] = {"name": facts.name, "source": facts.source, "layers": facts.num_layers,
+        report.model = {"name": facts.name, "source": facts.source, "layers": facts.num_layers,
                            "heads": facts.num_heads, "kv_heads": facts.num_kv_heads, "experts": facts.num_experts,
                            "params_b": round(facts.total_params() / 1e9, 2)}
     engine = trainer_path.engine_workers(cfg)
-    report["layout"] = _layout_summary(cfg, use_ref, engine)
+    report.layout = _layout_summary(cfg, use_ref, engine)
     ctx = rules.Context(cfg, facts, use_ref, has_auto_set_device=has_auto, device_patch_active=patch_active,
                         verl_raises_batched_tokens=verl_checks.raises_batched_tokens(), profile=profile,
                         launch_env=launch.env, engine_workers=engine)
     ours = [f for rule in rules.ALL for f in rule(ctx)] + hbm.estimate(ctx) + bridge.findings(cfg, ctx.layouts())
     # verl's assertions overlap ours (world size, batch divisibility); when ours already explain an
     # error, verl's text is kept in the report but not counted as a separate finding.
-    report["verl_validation"] = {"ran": ran, "errors": [f.message for f in verl_found]}
+    report.verl_validation = {"ran": ran, "errors": [f.message for f in verl_found]}
     if not any(f.severity == ERROR for f in ours):
         findings.extend(verl_found)
     return _finish(report, findings + ours)
 
 
-def _finish(report, findings) -> dict:
-    report["findings"] = [f.as_dict() for f in findings]
-    report["exit_code"] = exit_code(findings)
+def _finish(report, findings) -> Report:
+    report.findings = list(findings)
     return report

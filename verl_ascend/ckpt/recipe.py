@@ -8,22 +8,37 @@ uneven parameters fails with "Cannot merge two lists with different lengths" (ra
 PR #66).
 """
 
-from verl_ascend.core.findings import ERROR, INFO, WARNING, Finding
+from verl_ascend.core.findings import ERROR, INFO, WARNING, BadInput, Finding
 
 _NAMES = {"tensor": "TP", "pipeline": "PP", "expert": "EP", "cp": "CP"}
 
 
+class BadRecipe(BadInput):
+    """--recipe cannot be read here: no such file, no trainer call, a config verl refuses, no sandbox, no verl."""
+
+
 def planned(recipe: str) -> dict:
     """World size and actor layout of the recipe, read the way `check` reads it (sandboxed)."""
-    from ..check import compose, extract
+    import importlib.util
+    import os
+
+    from ..recipe import compose, extract, sandbox
     from ..recipe.layout import get, train_layout, world_size
 
-    got = extract.extract(recipe)
+    if not os.path.isfile(recipe):
+        raise BadRecipe(f"--recipe {recipe}: no such file; pass the launch script that will resume")
+    if importlib.util.find_spec("verl") is None:
+        raise BadRecipe(f"--recipe {recipe}: verl is not installed here, so its config cannot be composed; "
+                        "run ckpt check where verl is installed, or leave --recipe out")
+    try:
+        got = extract.extract(recipe)
+    except sandbox.Unavailable as exc:  # this host cannot read a recipe safely; nothing of it ran
+        raise BadRecipe(f"--recipe {recipe}: {exc}") from None
     if got.launch is None:
-        raise ValueError("; ".join(f.message for f in got.findings) or f"{recipe}: no trainer call found")
+        raise BadRecipe(f"--recipe {recipe}: " + ("; ".join(f.message for f in got.findings) or "no trainer call found"))
     composed = compose.compose_launch(got.launch)
     if composed.config is None:
-        raise ValueError("; ".join(f.message for f in composed.findings))
+        raise BadRecipe(f"--recipe {recipe}: " + "; ".join(f.message for f in composed.findings))
     cfg = composed.config
     lay = train_layout(cfg, "actor")
     return {"world_size": world_size(cfg), "strategy": lay.strategy,

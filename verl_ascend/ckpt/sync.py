@@ -28,13 +28,13 @@ destination the copy goes in three waves: step files, then the completion files,
 so a node never points at a step that is not complete there, even if a copy fails midway.
 """
 
-import json
+import dataclasses
 import os
 import re
 import sys
 from pathlib import PurePosixPath
 
-from verl_ascend.core.findings import ERROR, INFO, WARNING, Finding, exit_code, lines, verdict
+from verl_ascend.core.findings import ERROR, INFO, WARNING, BadInput, Finding, exit_code, lines, to_json, verdict
 
 from . import nodes
 from .scan import MANIFEST, ROLES, SHARD_MISSING, TRACKER
@@ -141,40 +141,45 @@ def recheck(ssh, node, root, python, union, kept, here) -> dict:
                                 f"only (e.g. {(away or elsewhere)[0]}): enough if every rank resumes on the node that "
                                 "wrote its files; Megatron ranks also read replicated tensors from other ranks' shards",
                                 "ckpt sync --all copies every shard to every node", code="shards_elsewhere"))
-    return {"exit_code": exit_code(findings), "check_exit_code": code, "findings": [f.as_dict() for f in findings]}
+    return {"exit_code": exit_code(findings), "check_exit_code": code, "findings": findings}
 
 
 def _unchecked(node, message: str, fix: str) -> dict:
     found = [Finding(ERROR, str(node), message, fix)]
-    return {"exit_code": exit_code(found), "check_exit_code": None, "findings": [f.as_dict() for f in found]}
+    return {"exit_code": exit_code(found), "check_exit_code": None, "findings": found}
 
 
-def main(args) -> int:
+class BadSyncInput(BadInput):
+    pass
+
+
+def run(args) -> int:
+    """Plan, copy, re-check; print the result. Bad input raises :class:`BadSyncInput`; a node that cannot be
+    listed or copied to is an error finding of that node (exit 2), the JSON still printed."""
     root = args.dir.rstrip("/") or "/"
-    say = lambda text: print(f"verl-ascend ckpt sync: {text}", file=sys.stderr)  # noqa: E731
     if not os.path.isabs(root):
-        say(f"DIR {args.dir!r} is relative; pass the absolute trainer.default_local_dir (the same path on every node)")
-        return 2
+        raise BadSyncInput(f"DIR {args.dir!r} is relative; pass the absolute trainer.default_local_dir "
+                           "(the same path on every node)")
     try:
         order = [nodes.parse(spec) for spec in args.nodes]
     except ValueError as exc:
-        say(str(exc))
-        return 2
+        raise BadSyncInput(str(exc)) from None
     if len(set(order)) != len(order):
-        say(f"--nodes names a node twice ({' '.join(args.nodes)}); list each node once")
-        return 2
+        raise BadSyncInput(f"--nodes names a node twice ({' '.join(args.nodes)}); list each node once")
     result = {"dir": root, "plan": {}, "skipped": [], "nodes": {}, "dry_run": args.dry_run}
+    found = []
     try:
         listings, trackers = {}, {}
         for node in order:
             listings[node], trackers[node] = nodes.listing(args.ssh, node, root, TRACKER)
         if not any(listings.values()):
-            say(f"{root} holds no files on any of the nodes; pass the run's trainer.default_local_dir")
-            return 2
+            raise BadSyncInput(f"{root} holds no files on any of the nodes; pass the run's trainer.default_local_dir")
         plan, skipped, kept = make_plan(order, listings, trackers, args.all)
         result["plan"] = {str(n): [{"path": r, "from": str(s), "size": z} for r, s, z in files]
                           for n, files in plan.items()}
         result["skipped"] = [{"step": s, "reason": why} for s, why in skipped]
+        found += [Finding(WARNING, root if step is None else f"{root}/global_step_{step}", why, code="step_skipped")
+                  for step, why in skipped]
         if not args.dry_run:
             for dst in order:
                 for wave in waves(plan[dst]):
@@ -186,22 +191,19 @@ def main(args) -> int:
             for dst in order:
                 here = set(listings[dst]) | {rel for rel, _, _ in plan[dst]}
                 result["nodes"][str(dst)] = recheck(args.ssh, dst, root, args.remote_python, union, kept, here)
-    except nodes.NodeError as exc:
-        say(f"{exc}\n  fix: {exc.fix}")
-        result["exit_code"] = 2
-        if args.json:
-            print(json.dumps({**result, "error": str(exc), "node": str(exc.node)}))
-        return 2
-    codes = [r["exit_code"] for r in result["nodes"].values()] + [1 if skipped else 0]
-    result["exit_code"] = max(codes)
+                found += [dataclasses.replace(f, where={"node": str(dst)})
+                          for f in result["nodes"][str(dst)]["findings"]]
+    except nodes.NodeError as exc:  # the run stops here: what was planned so far is still shown
+        found.append(Finding(ERROR, str(exc.node), exc.message, exc.fix, code="node_failed",
+                             where={"node": str(exc.node)}))
     if args.json:
-        print(json.dumps(result))
+        print(to_json("ckpt sync", found, **result))
     else:
-        _print(result)
-    return result["exit_code"]
+        _print(result, found)
+    return exit_code(found)
 
 
-def _print(result: dict) -> None:
+def _print(result: dict, found: list) -> None:
     verb = "would copy" if result["dry_run"] else "copied"
     for node, files in result["plan"].items():
         if files:
@@ -217,6 +219,8 @@ def _print(result: dict) -> None:
         print(f"skipped{'' if step is None else f' global_step_{step}'}: {skip['reason']}")
     for node, r in result["nodes"].items():
         print(f"{node}: ckpt check {['resumable', 'warnings', 'errors'][r['exit_code']]} (exit {r['exit_code']})")
-        for line in lines([Finding(**f) for f in r["findings"] if f["severity"] != INFO], indent="  "):
+        for line in lines([f for f in r["findings"] if f.severity != INFO], indent="  "):
             print(line)
-    print(verdict(result["exit_code"], ok="ok"))
+    for line in lines([f for f in found if f.code == "node_failed"]):
+        print(line)
+    print(verdict(exit_code(found), ok="ok"))

@@ -1,9 +1,5 @@
 """`verl-ascend check RECIPE.sh`: preflight a verl launch script before booking the cluster."""
 
-import json
-import os
-import sys
-
 _HELP = """Run RECIPE.sh under bash inside a sandbox (bubblewrap + user namespaces: no host process
 visible, host files read-only, private /tmp and $HOME, no network) with python/ray replaced by
 recorders and commands with side effects (pkill, kill, rm, pip, curl, ray stop, sleep, ulimit, ...)
@@ -35,23 +31,8 @@ def register(sub) -> None:
 
 
 def main(args) -> int:
-    if not os.path.isfile(args.recipe):
-        print(f"verl-ascend check: {args.recipe}: no such file; pass the path of a recipe script", file=sys.stderr)
-        return 2
-    if args.verl_src and not os.path.isdir(args.verl_src):
-        print(f"verl-ascend check: --verl-src {args.verl_src} is not a directory", file=sys.stderr)
-        return 2
-    for item in args.sets:
-        if "=" not in item:
-            print(f"verl-ascend check: --set {item!r} is not KEY=VALUE", file=sys.stderr)
-            return 2
-    from verl_ascend.check.render import text
-    from verl_ascend.check.report import run_check
+    from verl_ascend.check.report import check
 
-    try:
-        report = run_check(args.recipe, args.sets, args.verl_src, device=args.device)
-    except RuntimeError as exc:  # verl not installed; no sandbox on this host (sandbox.Unavailable)
-        print(f"verl-ascend check: {exc}", file=sys.stderr)
-        return 2
-    print(json.dumps(report) if args.json else text(report))
-    return report["exit_code"]
+    report = check(args.recipe, args.sets, args.verl_src, device=args.device)  # BadInput: cli.main, exit 2
+    print(report.to_json() if args.json else report.text())
+    return report.exit_code

@@ -1,11 +1,7 @@
 """`verl-ascend ckpt check DIR [--recipe RECIPE.sh] [--json]`."""
 
 import argparse
-import json
 import sys
-from pathlib import Path
-
-from verl_ascend.core.findings import exit_code, lines, verdict
 
 _HELP = """Check, offline and without an NPU, that the checkpoint verl would resume from DIR
 (trainer.default_local_dir) is complete on this node: the tracker and global_step_N agree, every
@@ -64,43 +60,12 @@ def register(sub) -> None:
 
 
 def main(args) -> int:
-    from verl_ascend.ckpt.scan import scan
+    from verl_ascend.ckpt import report
 
-    root = Path(args.dir)
-    if not root.is_dir():
-        print(f"verl-ascend ckpt check: {args.dir}: no such folder; pass trainer.default_local_dir", file=sys.stderr)
-        return 2
-    findings, by_step = scan(root)
-    report = {"dir": str(root), "step": next(iter(by_step), None)}
-    if args.recipe:
-        from verl_ascend.ckpt.recipe import compare, planned
-
-        try:
-            plan = planned(args.recipe)
-        except (ValueError, RuntimeError, OSError) as exc:
-            print(f"verl-ascend ckpt check: --recipe {args.recipe}: {exc}", file=sys.stderr)
-            return 2
-        report["recipe"] = plan
-        for roles in by_step.values():
-            findings += compare(roles, plan)
-    report["exit_code"] = exit_code(findings)
-    report["findings"] = [f.as_dict() for f in findings]
-    report["roles"] = {r.name: {"kind": r.kind, "world_size": r.world_size, "parallel": r.parallel,
-                                "optimizer_format": r.optim_sharding} for roles in by_step.values() for r in roles}
-    if args.json:
-        print(json.dumps(report))
-    else:
-        print(f"checkpoint: {root}" + (f" (resume would load global_step_{report['step']})" if report["step"] is not None
-                                       else ""))
-        for name, r in report["roles"].items():
-            print(f"  {name}: {r['kind']}, world size {r['world_size']}"
-                  + (f", {r['parallel']}" if r["parallel"] else "")
-                  + (f", optimizer {r['optimizer_format']}" if r["optimizer_format"] else ""))
-        print("\n".join(lines(findings) + [verdict(report["exit_code"], ok="resumable")]))
-    return report["exit_code"]
+    return report.run(args.dir, args.recipe, as_json=args.json)  # BadInput: cli.main, exit 2
 
 
 def sync_main(args) -> int:
-    from verl_ascend.ckpt.sync import main as run
+    from verl_ascend.ckpt import sync
 
-    return run(args)
+    return sync.run(args)

@@ -3,7 +3,8 @@
 The flags are verl's (``--hf_model_path --output_path --use_cpu_initialization``, ``--pp_size
 --ep_size``, ``--test``) plus ``--tp/--pp/--ep``, ``--dtype``, ``--verify``, ``--verify_only`` and
 ``--overwrite``. Exit codes: 0 done (and verified when asked), 1 verification found differences,
-2 bad input (the message names the value and the fix), 130 interrupted.
+2 bad input (the message names the value and the fix), 130 interrupted. ``scripts/converter_hf_to_mcore.py`` is
+``cli.script("convert")``: this parser under the script's name.
 """
 
 import argparse
@@ -45,6 +46,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="converter_hf_to_mcore.py", description=__doc__.split("\n")[0],
                                      epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_arguments(parser)
+    parser.set_defaults(func=run)
     return parser
 
 
@@ -53,23 +55,14 @@ def register(sub) -> None:
                             description=__doc__.split("\n")[0], epilog=EXAMPLES,
                             formatter_class=argparse.RawDescriptionHelpFormatter)
     add_arguments(parser)
-    parser.set_defaults(func=_guarded)
+    parser.set_defaults(func=run)
 
 
-def _guarded(args) -> int:
+def run(args) -> int:
     from verl_ascend.convert import job
-    from verl_ascend.convert.hf_source import ConvertError
-    from verl_ascend.core import platform
 
     try:
-        return job.run(args)
-    except (ConvertError, platform.AscendRuntimeError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
+        return job.run(args)  # ConvertError (bad input): cli.main / cli.script say it, exit 2
+    except KeyboardInterrupt:  # what the interruption left behind, which only the job knows
         print(job.interrupted_message(args.output_path), file=sys.stderr)
         return 130
-
-
-def main(argv=None) -> int:
-    return _guarded(build_parser().parse_args(argv))

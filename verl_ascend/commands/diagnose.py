@@ -1,20 +1,10 @@
 """`verl-ascend diagnose PATH... [--json]`: the first failing rank, the cause and the fix, from a failed run's logs."""
 
-import sys
-
-from verl_ascend.core import progress
-from verl_ascend.diagnose import report, scan
-
 
 def _run(args) -> int:
-    scanner = scan.scan(args.paths, None if args.json else progress.bytes_bar)  # BadInput: cli.main, exit 2
-    if not scanner.files:
-        print("verl-ascend diagnose: nothing to read: " + "; ".join(f"{p}: {r}" for p, r in scanner.skipped)
-              + ". Pass text logs (driver log, Ray worker logs, CANN plog).", file=sys.stderr)
-        return 2
-    result = report.build(scanner)
-    print(report.to_json(result) if args.json else report.render(result))
-    return report.exit_code(result)
+    from verl_ascend.diagnose import report
+
+    return report.run(args.paths, as_json=args.json)  # scan.BadInput: cli.main, exit 2
 
 
 def register(sub) -> None:
@@ -37,5 +27,6 @@ def register(sub) -> None:
     )
     p.add_argument("paths", nargs="+", metavar="PATH", help="log files or folders (read recursively)")
     p.add_argument("--json", action="store_true",
-                   help="print one JSON object (keys: schema, files, lines, first_failure, findings)")
+                   help="print one JSON object (the envelope every command prints: schema, command, exit_code, "
+                   "findings; then files, lines, first_failure, ...)")
     p.set_defaults(func=_run)

@@ -5,7 +5,8 @@ from verl_ascend.logs import report
 
 
 def _run(args) -> int:
-    return report.run(args.logfiles, args.csv, args.plot, args.world_size, args.samples_per_step)  # BadInput: cli
+    return report.run(args.logfiles, args.csv, args.plot, args.world_size, args.samples_per_step,
+                      as_json=args.json)  # BadInput: cli.main, exit 2
 
 
 def register(sub) -> None:
@@ -28,4 +29,6 @@ def register(sub) -> None:
                    help="NPUs of the job (nnodes x n_gpus_per_node); default: inferred from perf/throughput")
     p.add_argument("--samples-per-step", type=positive_int, metavar="N",
                    help="train_batch_size x rollout.n, for logs without perf/total_num_tokens")
+    p.add_argument("--json", action="store_true", help="print the last step, the health flags and the files written "
+                   "as one JSON object (the envelope every command prints)")
     p.set_defaults(func=_run)

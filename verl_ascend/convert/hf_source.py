@@ -9,6 +9,8 @@ import json
 import os
 from dataclasses import dataclass, field
 
+from verl_ascend.core.findings import BadInput
+
 # HF ``model_type`` -> what the conversion was tested with. mbridge knows more model types, but a
 # type not listed here has never been checked end to end (tensor equality + logits) by our tests.
 SUPPORTED = {
@@ -18,8 +20,8 @@ SUPPORTED = {
 }
 
 
-class ConvertError(Exception):
-    """Bad input: the message names the bad value and the fix. The CLI exits 2."""
+class ConvertError(BadInput):
+    """Bad input: the message names the bad value and the fix. ``cli.main`` says it and exits 2."""
 
 
 @dataclass

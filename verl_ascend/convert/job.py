@@ -1,14 +1,23 @@
 """One conversion run: check the inputs, convert (or not, for ``--verify_only``), verify, report.
 
 ``run(options)`` is what ``verl-ascend convert`` and ``scripts/converter_hf_to_mcore.py`` call with
-their parsed flags. Bad input raises :class:`~.hf_source.ConvertError` (or the platform's
-``AscendRuntimeError``) before anything is written; the return value is 0 when done (and verified
+their parsed flags. Bad input raises :class:`~.hf_source.ConvertError` (a ``BadInput``; the platform's
+``AscendRuntimeError`` becomes :class:`NpuRuntimeUnusable`) before anything is written; the return value is 0 when done (and verified
 when asked) and 1 when verification found differences.
 """
 
 import json
 import os
 import sys
+
+from verl_ascend.core import platform
+
+from .hf_source import ConvertError
+
+
+class NpuRuntimeUnusable(ConvertError):
+    """An Ascend host whose torch_npu cannot be used: this environment cannot convert (the fix is CANN's)."""
+
 
 # What an interruption leaves behind: set once the checkpoint is in place (rank 0's view).
 _state = {"complete": None}
@@ -40,6 +49,13 @@ def _alternative_layout(layout, ckpt, device):
 
 
 def run(options) -> int:
+    try:
+        return _run(options)
+    except platform.AscendRuntimeError as exc:  # the host's NPU runtime, not a crash of ours: bad environment
+        raise NpuRuntimeUnusable(str(exc)) from None
+
+
+def _run(options) -> int:
     """Convert and/or verify as ``options`` (the parsed convert flags) ask."""
     from verl_ascend.convert import requirements
     from verl_ascend.convert.hf_source import ConvertError, Layout, check_layout, inspect

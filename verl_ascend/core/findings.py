@@ -1,7 +1,7 @@
-"""One finding record, one way to show a list of them, one exit-code policy, for every command.
+"""One finding record, one way to show a list of them, one exit-code policy, one JSON envelope, for every command.
 
-``check``, ``doctor`` and ``ckpt check`` report :class:`Finding` objects; ``status`` and ``patches
-check`` judge their own reports into findings only to reach an exit code. Exit codes: 0 nothing to
+``check``, ``doctor``, ``ckpt``, ``diagnose`` and ``logs`` report :class:`Finding` objects; ``status`` and
+``patches check`` judge their own reports into findings. Every ``--json`` is :func:`to_json`'s envelope. Exit codes: 0 nothing to
 report; 1 warnings or problems found (the job may still run; look); 2 errors found (what was checked
 -- a recipe, a checkpoint, this node -- will fail) or bad input, decided before any work; 130 after
 Ctrl-C (``cli.main``, which also turns :class:`BadInput` into 2). A command's header lines (the recipe,
@@ -10,6 +10,7 @@ the host, the checkpoint's roles) are its own; the findings block (:func:`lines`
 """
 
 import dataclasses
+import json
 
 
 class BadInput(Exception):
@@ -34,15 +35,20 @@ class Finding:
     fix: str = ""   # what to do; empty when there is nothing to do
     keys: tuple = ()  # config keys involved (check)
     code: str = ""  # stable name of the kind of finding, for tools reading --json (ckpt sync)
+    where: dict = dataclasses.field(default_factory=dict)  # where it was seen: file, line, time, rank, step, ...
+    sources: tuple = ()  # public threads / documents the cause and fix come from (diagnose)
+    details: dict = dataclasses.field(default_factory=dict)  # what else the command measured (diagnose's counts)
 
     def __post_init__(self):
         if self.severity not in SEVERITIES:
             raise ValueError(f"finding severity {self.severity!r} is not one of {', '.join(SEVERITIES)}")
-        self.keys = tuple(self.keys)  # a list read back from JSON compares equal to the original
+        # lists read back from JSON compare equal to the original
+        self.keys, self.sources = tuple(self.keys), tuple(self.sources)
 
     def as_dict(self) -> dict:
-        """The JSON form, the same in every command; ``Finding(**d)`` reads it back."""
-        return {**dataclasses.asdict(self), "keys": list(self.keys)}
+        """The JSON form, the same in every command; ``Finding(**d)`` reads it back (``ckpt sync`` reads a
+        node's ``ckpt check --json`` so)."""
+        return {**dataclasses.asdict(self), "keys": list(self.keys), "sources": list(self.sources)}
 
 
 def finding(subject: str, severity: str, keys, message: str, fix: str = "") -> Finding:
@@ -83,3 +89,31 @@ def summary(findings) -> str:
 def verdict(code: int, ok: str = "OK") -> str:
     """The last line of a report: ``result: OK (exit 0)``; ``ok`` names success in the command's terms."""
     return f"result: {(ok, 'warnings', 'errors')[code]} (exit {code})"
+
+
+SCHEMA = 3  # of the --json envelope; 3: one envelope for every command (doctor had 2, diagnose 1, the others none)
+_ENVELOPE = ("schema", "command", "exit_code", "findings")
+
+
+def envelope(command: str, found, **report) -> dict:
+    """``{schema, command, exit_code, findings, <the command's own keys>}``: every ``--json`` of every command.
+    The exit code is the policy's (:func:`exit_code`), so a script reading the JSON and the shell see the same."""
+    clash = [k for k in _ENVELOPE if k in report]
+    if clash:  # a report key would silently replace the envelope's
+        raise ValueError(f"{command} report keys {clash} are the envelope's own; rename them")
+    found = list(found)
+    return {"schema": SCHEMA, "command": command, "exit_code": exit_code(found),
+            "findings": [f.as_dict() for f in found], **report}
+
+
+def to_json(command: str, found, **report) -> str:
+    """The one JSON writer: one line (a script may read the last line of a log that holds other output)."""
+    return json.dumps(envelope(command, found, **report), ensure_ascii=False, default=_plain)
+
+
+def _plain(value):
+    if dataclasses.is_dataclass(value):
+        return value.as_dict() if hasattr(value, "as_dict") else dataclasses.asdict(value)
+    if isinstance(value, (set, frozenset, tuple)):
+        return list(value)
+    raise TypeError(f"{type(value).__name__} is not JSON-ready: give it an as_dict()")

@@ -2,11 +2,10 @@
 
 import contextlib
 import importlib
-import json
 import sys
 
 from verl_ascend.core import activation, platform, registry, settings, support
-from verl_ascend.core.findings import ERROR, WARNING, BadInput, Finding, exit_code
+from verl_ascend.core.findings import ERROR, WARNING, BadInput, Finding, exit_code, to_json
 
 
 class UnknownPatch(BadInput):
@@ -167,5 +166,6 @@ def run(only=(), import_targets: bool = True, as_json: bool = False) -> int:
     # Imported packages may print (torch_npu warns about CANN on stdout): keep stdout for the report.
     with contextlib.redirect_stdout(sys.stderr):
         report = collect(import_targets=import_targets, only=only)
-    print(json.dumps(report, indent=2, sort_keys=True) if as_json else render(report))
-    return exit_code(judge(report))
+    found = judge(report)
+    print(to_json("status", found, **report) if as_json else render(report))
+    return exit_code(found)

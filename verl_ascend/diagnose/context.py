@@ -1,6 +1,6 @@
 """When and where a log line happened: its timestamp, rank, device, process and node.
 
-Timestamp shapes seen in verl-on-Ascend logs (each has a test in tests/process/test_diagnose.py):
+Timestamp shapes seen in verl-on-Ascend logs (each has a test in tests/unit/test_diagnose.py):
 - CANN plog and error codes: ``2025-04-24-14:27:35.897.143`` (ms.us) or ``2025-04-24-14:27:35``
 - Python logging / Ray: ``2025-04-24 14:27:35,897`` or ``2025-04-24T14:27:35.897``
 - glog-style torch / torch_npu: ``[E424 14:27:35.897143221 compiler_depend.ts:574]`` (month not zero-padded, no year)

@@ -1,12 +1,19 @@
-"""Group matched lines into findings (one per family), add what the numbers say, render text or JSON."""
+"""Group matched lines into findings (one per family), add what the numbers say, render text or JSON.
+
+Each family seen is one :class:`~verl_ascend.core.findings.Finding`: ``subject`` and ``code`` the family id,
+``message`` its title, ``fix``, ``sources`` (the public threads), ``where`` the first line by time, and in
+``details`` the rest: codes, counts, ranks, nodes, the values read from the lines, the cause, the notes,
+the culprit. A failure found in a log is a ``warning`` (the run is over; exit 1, as a report of problems).
+"""
 
 import collections
+import dataclasses
 import datetime
-import json
+
+from verl_ascend.core import findings as F
 
 from . import table
 
-JSON_SCHEMA_VERSION = 1
 GENERIC = "hccl_call_failed"          # shown only when no specific family explains the run
 UNRECOGNISED = table.UNRECOGNISED     # shown when nothing else explains the run, or when it failed before it
 TIMEOUTS = ("hccl_exec_timeout", "stream_sync_timeout")
@@ -37,7 +44,7 @@ def _culprit(events):
     return {"node": node, "device": int(device), "reports": count}
 
 
-def _finding(family_id, events, overflow=0, notes=()) -> dict:
+def _finding(family_id, events, overflow=0, notes=()) -> F.Finding:
     family = table.FAMILIES[family_id]
     events = sorted(events, key=lambda e: e.sort_key())
     first = events[0]
@@ -51,17 +58,16 @@ def _finding(family_id, events, overflow=0, notes=()) -> dict:
             details[key].add(value)
     spread = (max(timed) - min(timed)).total_seconds() if len(timed) > 1 else 0.0
     notes = list(notes) + _notes(family_id, details, spread, events)
-    return {
-        "family": family_id, "title": family.title, "order": family.order,
+    facts = {
         "codes": codes, "lines": len(events) + overflow, "files": len({e.path for e in events}),
         "ranks": ranks, "nodes": nodes,
-        "first": _where(first),
         "last_time": max(timed).isoformat(sep=" ", timespec="milliseconds") if timed else None,
         "spread_s": round(spread, 3),
-        "details": {k: sorted(v, key=lambda x: (len(x), x)) for k, v in details.items()},
-        "cause": family.cause, "notes": notes, "fix": family.fix, "sources": list(family.sources),
-        "culprit": _culprit(events),
+        "values": {k: sorted(v, key=lambda x: (len(x), x)) for k, v in details.items()},
+        "cause": family.cause, "notes": notes, "culprit": _culprit(events),
     }
+    return F.Finding(F.WARNING, family_id, family.title, family.fix, code=family_id, where=_where(first),
+                     sources=family.sources, details=facts)
 
 
 def _notes(family_id, details, spread, events) -> list:
@@ -116,7 +122,7 @@ def _tls_events(evidence):
 
 
 def _long_tail(scanner, findings) -> list:
-    timeouts = [f for f in findings if f["family"] in TIMEOUTS]
+    timeouts = [f for f in findings if f.code in TIMEOUTS]
     if not timeouts:
         return []
     why = []
@@ -137,7 +143,34 @@ def _long_tail(scanner, findings) -> list:
     return [_finding("rollout_long_tail", events, notes=["evidence: " + "; ".join(why)])]
 
 
-def build(scanner) -> dict:
+@dataclasses.dataclass
+class Diagnosis:
+    files: int
+    lines: int
+    bytes: int
+    skipped: list            # [{file, reason}]: paths that are not text logs
+    first_failure: dict      # the earliest failing line by time (its place, family, culprit), or None
+    findings: list           # Finding records, causes before symptoms
+    generic_hccl_lines: int  # generic "HCCL call failed" lines folded into the findings
+    unrecognised_lines: int  # unexplained failure lines that came after the findings
+
+    @property
+    def exit_code(self) -> int:
+        return F.exit_code(self.findings)
+
+    def to_json(self) -> str:
+        facts = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "findings"}
+        return F.to_json("diagnose", self.findings, **facts)
+
+    def text(self) -> str:
+        return render(self)
+
+
+def _order(f) -> tuple:
+    return table.FAMILIES[f.code].order, f.where["time"] is None, f.where["time"] or ""
+
+
+def build(scanner) -> Diagnosis:
     by_family = collections.defaultdict(list)
     for event in scanner.events:
         by_family[event.family].append(event)
@@ -147,9 +180,9 @@ def build(scanner) -> dict:
                 for f, evs in by_family.items() if evs]
     findings += _long_tail(scanner, findings)
     generic_lines = 0
-    if any(f["family"] != GENERIC for f in findings):
-        generic_lines = sum(f["lines"] for f in findings if f["family"] == GENERIC)
-        findings = [f for f in findings if f["family"] != GENERIC]
+    if any(f.code != GENERIC for f in findings):
+        generic_lines = sum(f.details["lines"] for f in findings if f.code == GENERIC)
+        findings = [f for f in findings if f.code != GENERIC]
     unrecognised_lines = 0
     known = [min(evs, key=lambda e: e.sort_key()) for f, evs in by_family.items() if evs and f not in (UNRECOGNISED, GENERIC)]
     if known and by_family.get(UNRECOGNISED):
@@ -157,35 +190,21 @@ def build(scanner) -> dict:
         # (by more than the 1 s resolution of torch_npu's "[ERROR] <time>" header, printed with the same failure)
         mine = min(by_family[UNRECOGNISED], key=lambda e: e.sort_key())
         if mine.when is None or not all(k.when and mine.when + ECHO_WINDOW <= k.when for k in known):
-            unrecognised_lines = sum(f["lines"] for f in findings if f["family"] == UNRECOGNISED)
-            findings = [f for f in findings if f["family"] != UNRECOGNISED]
-    findings.sort(key=lambda f: (f["order"], f["first"]["time"] is None, f["first"]["time"] or ""))
+            unrecognised_lines = sum(f.details["lines"] for f in findings if f.code == UNRECOGNISED)
+            findings = [f for f in findings if f.code != UNRECOGNISED]
+    findings.sort(key=_order)
     first = None
     candidates = [e for e in scanner.events if (e.family != GENERIC or not generic_lines)
                   and (e.family != UNRECOGNISED or not unrecognised_lines)]
     if candidates:
         earliest = min(candidates, key=lambda e: e.sort_key())
         first = dict(_where(earliest), family=earliest.family)
-        culprit = next((f["culprit"] for f in findings if f.get("culprit")), None)
+        culprit = next((f.details["culprit"] for f in findings if f.details.get("culprit")), None)
         if culprit:
             first["culprit"] = culprit
-    return {
-        "schema": JSON_SCHEMA_VERSION,
-        "files": len(scanner.files), "lines": scanner.lines, "bytes": scanner.bytes,
-        "skipped": [{"file": p, "reason": r} for p, r in scanner.skipped],
-        "first_failure": first,
-        "findings": findings,
-        "generic_hccl_lines": generic_lines,
-        "unrecognised_lines": unrecognised_lines,
-    }
-
-
-def exit_code(result) -> int:
-    return 1 if result["findings"] else 0
-
-
-def to_json(result) -> str:
-    return json.dumps(result, ensure_ascii=False, indent=None)
+    return Diagnosis(len(scanner.files), scanner.lines, scanner.bytes,
+                     [{"file": p, "reason": r} for p, r in scanner.skipped], first, findings, generic_lines,
+                     unrecognised_lines)
 
 
 def _place(w) -> str:
@@ -193,51 +212,67 @@ def _place(w) -> str:
     return ", ".join(parts) or "rank unknown"
 
 
-def render(result) -> str:
+def render(result: Diagnosis) -> str:
     lines = []
-    n = len(result["findings"])
-    scope = f"{result['files']} file(s), {result['lines']:,} lines"
+    n = len(result.findings)
+    scope = f"{result.files} file(s), {result.lines:,} lines"
     if not n:
         lines.append(f"no known failure in {scope}")
-        for s in result["skipped"]:
+        for s in result.skipped:
             lines.append(f"skipped {s['file']}: {s['reason']}")
         return "\n".join(lines)
     lines.append(f"{n} finding(s) in {scope}")
-    first = result["first_failure"]
+    first = result.first_failure
     if first:
         lines.append(f"first failure: {first['time'] or 'time unknown'}, {_place(first)} "
                      f"({first['family']}) at {first['file']}:{first['line']}")
         if first.get("culprit"):
             lines.append(f"culprit: node {first['culprit']['node']}, device {first['culprit']['device']} "
                          "(the rank the others waited for; read its log first)")
-    for i, f in enumerate(result["findings"], 1):
+    for i, f in enumerate(result.findings, 1):
         lines.append("")
-        lines.append(f"[{i}] {f['title']} ({f['family']})")
-        if f["codes"]:
-            lines.append(f"    codes:  {', '.join(f['codes'])}")
-        span = f"{f['first']['time']} .. {f['last_time']}" if f["last_time"] else "no timestamps"
-        ranks = f["ranks"]
+        lines.append(f"[{i}] {f.message} ({f.code})")
+        d = f.details
+        if d["codes"]:
+            lines.append(f"    codes:  {', '.join(d['codes'])}")
+        span = f"{f.where['time']} .. {d['last_time']}" if d["last_time"] else "no timestamps"
+        ranks = d["ranks"]
         shown = ", ".join(map(str, ranks[:16])) + (f", ... ({len(ranks)} ranks)" if len(ranks) > 16 else "")
-        lines.append(f"    seen:   {f['lines']} line(s) in {f['files']} file(s); ranks [{shown}]"
-                     + (f"; nodes {', '.join(f['nodes'])}" if f["nodes"] else "") + f"; {span}")
-        w = f["first"]
+        lines.append(f"    seen:   {d['lines']} line(s) in {d['files']} file(s); ranks [{shown}]"
+                     + (f"; nodes {', '.join(d['nodes'])}" if d["nodes"] else "") + f"; {span}")
+        w = f.where
         lines.append(f"    first:  {w['time'] or 'time unknown'}, {_place(w)} — {w['file']}:{w['line']}")
         lines.append(f"            {w['text'][:240]}")
         if w.get("raised_at"):
             lines.append(f"    raised: {w['raised_at']}")
-        if f.get("culprit"):
-            lines.append(f"    culprit: node {f['culprit']['node']}, device {f['culprit']['device']} "
-                         f"(named in {f['culprit']['reports']} report(s))")
-        lines.append(f"    cause:  {f['cause']}")
-        for note in f["notes"]:
+        if d.get("culprit"):
+            lines.append(f"    culprit: node {d['culprit']['node']}, device {d['culprit']['device']} "
+                         f"(named in {d['culprit']['reports']} report(s))")
+        lines.append(f"    cause:  {d['cause']}")
+        for note in d["notes"]:
             lines.append(f"    note:   {note}")
-        lines.append(f"    fix:    {f['fix']}")
-        lines.append(f"    source: {' '.join(f['sources'])}")
-    if result["generic_hccl_lines"]:
+        lines.append(f"    fix:    {f.fix}")
+        lines.append(f"    source: {' '.join(f.sources)}")
+    if result.generic_hccl_lines:
         lines.append("")
-        lines.append(f"({result['generic_hccl_lines']} generic 'HCCL call failed' line(s) are the echo of the findings above)")
-    if result["unrecognised_lines"]:
-        lines.append(f"({result['unrecognised_lines']} other failure line(s) came after the findings above)")
-    for s in result["skipped"]:
+        lines.append(f"({result.generic_hccl_lines} generic 'HCCL call failed' line(s) are the echo of the findings above)")
+    if result.unrecognised_lines:
+        lines.append(f"({result.unrecognised_lines} other failure line(s) came after the findings above)")
+    for s in result.skipped:
         lines.append(f"skipped {s['file']}: {s['reason']}")
     return "\n".join(lines)
+
+
+def run(paths, as_json: bool = False) -> int:
+    """Scan, judge, print; 0 no failure found, 1 failures found. Bad input raises ``scan.BadInput``."""
+    from verl_ascend.core import progress
+
+    from . import scan
+
+    scanner = scan.scan(paths, None if as_json else progress.bytes_bar)
+    if not scanner.files:
+        raise scan.BadInput("nothing to read: " + "; ".join(f"{p}: {r}" for p, r in scanner.skipped)
+                            + ". Pass text logs (driver log, Ray worker logs, CANN plog).")
+    result = build(scanner)
+    print(result.to_json() if as_json else result.text())
+    return result.exit_code

@@ -7,7 +7,7 @@ title, cause, fix and the public threads / documents it was written from; ``orde
 before their symptoms (a socket timeout is usually the echo of a wrong NIC or a late rank).
 
 To add a message: append a Rule (and a family if it is a new cause), then a log excerpt of that
-shape to tests/fixtures/diagnose/ with its expected family in tests/process/test_diagnose.py.
+shape to tests/fixtures/diagnose/ with its expected family in tests/unit/test_diagnose.py.
 """
 
 import re
@@ -20,7 +20,7 @@ EVIDENCE = {
     "tls": re.compile(r"TLS SWITCH \((\d)\)|tls switch\[(\d)\]"),
 }
 # What the scanner looks for in whole blocks before reading lines: every rule / evidence keyword matches
-# SCAN_REGEX or contains one of SCAN_LITERALS (tests/process/test_diagnose.py checks it); the one rule without
+# SCAN_REGEX or contains one of SCAN_LITERALS (tests/unit/test_diagnose.py checks it); the one rule without
 # keywords (the error-code fallback) relies on SCAN_REGEX selecting its lines. One regex whose branches all start
 # with an upper-case letter lets the regex engine skip most bytes with a character test; the keywords that start
 # in lower case, and the words of the generic fallback, are found with bytes.find. A line they select is then

@@ -18,7 +18,6 @@ A diff's header (free text before the first ``diff --git``, ignored by git apply
 
 import dataclasses
 import importlib.util
-import json
 import os
 import re
 import shutil
@@ -26,7 +25,7 @@ import subprocess
 from pathlib import Path
 from typing import Optional
 
-from verl_ascend.core.findings import WARNING, BadInput, Finding, exit_code
+from verl_ascend.core.findings import WARNING, BadInput, Finding, exit_code, to_json
 
 PROJECTS = ("verl", "torch")
 APPLIES = "applies"
@@ -290,5 +289,6 @@ def run(diffs_dir=None, project=None, source=None, as_json: bool = False) -> int
         projects = [p for p in PROJECTS if importlib.util.find_spec(p) is not None]
     _tool()
     reports = [check_tree(p, locate(p, source), diffs) for p in projects]
-    print(json.dumps(reports, indent=2) if as_json else "\n".join(render(r) for r in reports))
-    return exit_code(judge(reports))
+    found = judge(reports)
+    print(to_json("patches check", found, trees=reports) if as_json else "\n".join(render(r) for r in reports))
+    return exit_code(found)

@@ -4,11 +4,8 @@ Each check id (``network.hccl_socket_ifname``, ...) is the finding's subject. ``
 checked here (no NPU, tool missing, ...), with the reason; never a pass.
 """
 
-import json
-
 from verl_ascend.core.findings import ERROR, OK, SKIP, WARNING, Finding, counts, exit_code, lines, summary, verdict
-
-JSON_SCHEMA_VERSION = 2  # 2: findings as {severity, subject, message, fix, keys, code}; "warn" became "warning"
+from verl_ascend.core.findings import to_json as envelope_json
 
 
 def ok(check, message):
@@ -28,14 +25,8 @@ def skip(check, message, fix=""):
 
 
 def to_json(findings, context: dict) -> str:
-    """Key order and field names are part of the interface: scripts parse this."""
-    payload = {
-        "schema": JSON_SCHEMA_VERSION,
-        "context": context,
-        "summary": {**counts(findings), "exit_code": exit_code(findings)},
-        "findings": [f.as_dict() for f in findings],
-    }
-    return json.dumps(payload, indent=2, sort_keys=True)
+    """The shared envelope (``core.findings.to_json``) with the host's ``context`` and the ``summary`` counts."""
+    return envelope_json("doctor", findings, context=context, summary=counts(findings))
 
 
 def render(findings, context: dict) -> str:

@@ -11,10 +11,14 @@
 
 Trends need at least ``2 * WINDOW`` steps with the metric; the trailing mean over ``WINDOW`` steps
 keeps one noisy step from raising a flag. Thresholds are module constants, named in the output.
+
+A flag is a ``warning`` :class:`~verl_ascend.core.findings.Finding`: ``subject`` and ``code`` the check,
+``where`` ``{"step": N}``, the step where the problem started.
 """
 
-import dataclasses
 import statistics
+
+from verl_ascend.core.findings import WARNING, Finding
 
 from .parse import finite
 
@@ -27,11 +31,8 @@ THROUGHPUT_FRACTION = 0.7
 WINDOW = 3
 
 
-@dataclasses.dataclass
-class Flag:
-    check: str
-    step: int        # where it started
-    message: str
+def _flag(check: str, step: int, message: str) -> Finding:
+    return Finding(WARNING, check, message, code=check, where={"step": step})
 
 
 def _series(parsed, *keys):
@@ -55,7 +56,7 @@ def _probs_diff(parsed):
     if not above:
         return []
     step, value = above[0]
-    return [Flag("rollout_probs_diff", step,
+    return [_flag("rollout_probs_diff", step,
                  f"{key} {value:.4g} > {PROBS_DIFF_MAX} from step {step} ({len(above)} of {len(points)} steps above): "
                  "rollout and training disagree on token probabilities — compare the rollout and actor precision "
                  "(dtype, vllm-ascend `rl_config`), see verl's rollout correction options")]
@@ -73,7 +74,7 @@ def _collapse(parsed, check, keys, what):
     if not after or trail[-1][1] >= COLLAPSE_FRACTION * peak:
         return []
     step, value = after[0]
-    return [Flag(check, step, f"{what} collapsing: {key} trailing mean {value:.4g} at step {step}, below "
+    return [_flag(check, step, f"{what} collapsing: {key} trailing mean {value:.4g} at step {step}, below "
                  f"{COLLAPSE_FRACTION:.0%} of its best {peak:.4g} (step {peak_step}); last {trail[-1][1]:.4g}")]
 
 
@@ -98,7 +99,7 @@ def _entropy(parsed):
     if not found:
         return []
     key, base, step, value, _ = found
-    return [Flag("entropy_blowup", step, f"entropy blowing up: {key} trailing mean {value:.4g} at step {step}, over "
+    return [_flag("entropy_blowup", step, f"entropy blowing up: {key} trailing mean {value:.4g} at step {step}, over "
                  f"{ENTROPY_FACTOR:g}x its first-steps level {base:.4g}")]
 
 
@@ -114,7 +115,7 @@ def _memory(parsed):
         return []
     # started: the last step still at the first-steps level; the growth runs from the step after it
     step = next((points[i + 1][0] for i in range(len(values) - 1, -1, -1) if values[i] <= base), points[0][0])
-    return [Flag("memory_growth", step, f"memory growing step over step: {key} {base:.1f} -> {end:.1f} GB, rising in "
+    return [_flag("memory_growth", step, f"memory growing step over step: {key} {base:.1f} -> {end:.1f} GB, rising in "
                  f"{rising:.0%} of steps, from step {step} — a leak across rollout sleep/wake or cached tensors")]
 
 
@@ -123,7 +124,7 @@ def _throughput(parsed):
     if not found or found[4] >= THROUGHPUT_FRACTION * found[1]:  # recovered by the end: no flag
         return []
     key, base, step, value, last = found
-    return [Flag("throughput_drop", step, f"throughput dropping: {key} trailing mean {value:.4g} at step {step}, below "
+    return [_flag("throughput_drop", step, f"throughput dropping: {key} trailing mean {value:.4g} at step {step}, below "
                  f"{THROUGHPUT_FRACTION:.0%} of its first-steps level {base:.4g}; last {last:.4g}")]
 
 
@@ -134,4 +135,4 @@ def flags(parsed) -> list:
     found += _entropy(parsed)
     found += _memory(parsed)
     found += _throughput(parsed)
-    return sorted(found, key=lambda f: f.step)
+    return sorted(found, key=lambda f: f.where["step"])

@@ -66,7 +66,19 @@ def summarize(parsed, world_sizes, given_world_size) -> str:
     return "\n".join(lines)
 
 
-def run(logfiles, csv_path=None, plot=None, world_size=None, samples_per_step=None) -> int:
+def _findings(parsed, flags) -> list:
+    """Health flags, and one warning for the malformed step lines skipped (exit 1 either way)."""
+    found = list(flags)
+    if parsed.malformed:
+        first = parsed.malformed[0]
+        found.insert(0, findings.Finding(
+            findings.WARNING, "malformed step lines", f"{len(parsed.malformed)} step line(s) skipped, the first at "
+            f"{first.path}:{first.line}: {first.reason}", "look at those lines: a log cut mid-line, or two processes "
+            "writing one line", code="malformed_lines", where={"file": first.path, "line": first.line}))
+    return found
+
+
+def run(logfiles, csv_path=None, plot=None, world_size=None, samples_per_step=None, as_json=False) -> int:
     """Print the summary (and write the CSV / plot when asked): 0 ok, 1 malformed lines skipped or a
     health flag raised. Bad input raises :class:`BadInput` (output paths are checked before parsing)."""
     missing = [p for p in logfiles if not os.path.isfile(p)]
@@ -80,27 +92,35 @@ def run(logfiles, csv_path=None, plot=None, world_size=None, samples_per_step=No
             raise BadInput(why)
     if plot and os.path.splitext(plot)[1].lower() not in FORMATS:
         raise BadInput(f"--plot {plot}: the file name must end in one of {', '.join(FORMATS)} (the format is taken from it)")
-    parsed = parse.parse_files(logfiles, progress.bytes_bar)
+    parsed = parse.parse_files(logfiles, None if as_json else progress.bytes_bar)
     if not parsed.steps:
         raise BadInput(f"no verl step lines ('step:N - key:value - ...') in {', '.join(logfiles)}"
                        + (f"; {len(parsed.malformed)} malformed ones skipped" if parsed.malformed else "")
                        + ". Point it at the driver's console log or `grep -rh 'step:' /tmp/ray/session_latest/logs`.")
     world_sizes = throughput.add_columns(parsed, world_size, samples_per_step)
-    print(summarize(parsed, world_sizes, world_size))
     flags = health.flags(parsed)
-    if flags:
-        print(f"training health: {len(flags)} flag(s)")
-        for flag in flags:
-            print(f"  step {flag.step}: {flag.message}")
+    written = {}
     if csv_path:
-        columns = write_csv(parsed, csv_path)
-        print(f"wrote {csv_path}: {len(parsed.steps)} rows x {columns} columns")
+        written[csv_path] = f"{len(parsed.steps)} rows x {write_csv(parsed, csv_path)} columns"
     if plot:
         from verl_ascend.logs.plot import PlotUnavailable, draw
 
         try:
-            panels = draw(parsed, plot)
+            written[plot] = ", ".join(draw(parsed, plot))
         except PlotUnavailable as exc:
             raise BadInput(str(exc)) from None
-        print(f"wrote {plot}: {', '.join(panels)}")
-    return 1 if parsed.malformed or flags else 0
+    found = _findings(parsed, flags)
+    if as_json:
+        last = list(parsed.steps)[-1]
+        print(findings.to_json("logs", found, files=parsed.files, steps=len(parsed.steps),
+                               first_step=next(iter(parsed.steps)), last_step=last, duplicates=parsed.duplicates,
+                               world_size=world_sizes.get(last), last=parsed.steps[last], written=written))
+        return findings.exit_code(found)
+    print(summarize(parsed, world_sizes, world_size))
+    if flags:
+        print(f"training health: {len(flags)} flag(s)")
+        for flag in flags:
+            print(f"  step {flag.where['step']}: {flag.message}")
+    for path, what in written.items():
+        print(f"wrote {path}: {what}")
+    return findings.exit_code(found)

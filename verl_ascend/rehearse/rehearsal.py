@@ -78,14 +78,7 @@ def prepare_data(overrides, data_dir: Path, train_rows: int, val_rows: int) -> t
         from verl_ascend.data import gsm8k
 
         sample = data_dir / "gsm8k_sample"
-        with open(os.devnull, "w") as quiet:
-            saved, sys.stdout = sys.stdout, quiet
-            try:
-                code = gsm8k.main(["--sample", "--local_dir", str(sample), "--json"])
-            finally:
-                sys.stdout = saved
-        if code != 0:
-            raise RehearseError("could not write the bundled gsm8k sample")
+        gsm8k.prepare(gsm8k.Options(sample=True, local_dir=str(sample)), progress=False)  # BadInput: cli.main
         source = (f"bundled gsm8k sample (the recipe's {train[0] if train else 'data.train_files'} is not on "
                   "this machine)")
         train_src, val_src = str(sample / "train.parquet"), str(sample / "test.parquet")

@@ -10,8 +10,8 @@ import json
 from pathlib import Path
 
 import pytest
-from subproc import run_cli
 
+from verl_ascend import cli
 from verl_ascend.diagnose import context, report, scan, table
 
 pytestmark = pytest.mark.verl_agnostic
@@ -20,12 +20,20 @@ STEPS_LOG = Path(__file__).parents[1] / "fixtures" / "verl_steps.log"
 
 
 def diagnose(*paths):
-    return report.build(scan.scan([str(p) for p in paths]))
+    """The JSON form (what --json prints: the shared envelope), so the tests read what a script reads."""
+    return json.loads(report.build(scan.scan([str(p) for p in paths])).to_json())
+
+
+def cli_run(capsys, *argv):
+    """``verl-ascend ARGV`` in this process: (exit code, stdout, stderr)."""
+    code = cli.main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return code, out, err
 
 
 def finding(result, family):
-    found = [f for f in result["findings"] if f["family"] == family]
-    assert found, f"no {family} finding; got {[f['family'] for f in result['findings']]}"
+    found = [f for f in result["findings"] if f["code"] == family]
+    assert found, f"no {family} finding; got {[f['code'] for f in result['findings']]}"
     return found[0]
 
 
@@ -35,7 +43,7 @@ CASES = [
     ("hccp_busy.log", "hccp_busy", 2, 0, "2025-04-24 16:14:56.975", ("npu-smi info",)),
     ("tls_plog", "tls_mismatch", None, 1, "2025-10-24 15:39:25.142", ("hccn_tool -i $i -tls -s enable 0",)),
     ("hccn_tls.txt", "tls_mismatch", None, 2, None, ("hccn_tool -i $i -tls -g",)),
-    ("seed000_gloo.log", "wrong_nic", 9, None, None, ("HCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME")),
+    ("gloo_connect_full_mesh_wrong_nic.log", "wrong_nic", 9, None, None, ("HCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME")),
     ("gloo_ifname.log", "wrong_nic", 16, None, None, ("GLOO_SOCKET_IFNAME", "ip -4 addr")),
     ("device_network.log", "device_network", 9, 1, "2025-09-24 20:59:48.119", ("hccn_tool -i $i -link -g", "/etc/hccn.conf")),
     ("connect_late", "hccl_connect_timeout", 3, 3, "2025-07-23 03:43:02.001", ("HCCL_CONNECT_TIMEOUT",)),
@@ -48,17 +56,17 @@ CASES = [
     ("stream_sync.log", "stream_sync_timeout", 2, 2, "2024-09-26 16:06:40.000", ("ASCEND_LAUNCH_BLOCKING=1",)),
     ("ray_no_npu.log", "ray_no_npu", None, None, "2026-06-16 10:02:11.512", ("--resources", "RAY_EXPERIMENTAL_NOSET_ASCEND_RT_VISIBLE_DEVICES")),
     ("file_handles.log", "file_handles", None, None, None, ("ulimit -n 65536",)),
-    ("seed000_code4.log", "device_network", 0, 0, "2025-04-18 16:04:50.000", ("hccn_tool",)),
-    ("seed000_code9.log", "hccl_connect_timeout", 20, 4, "2025-04-24 14:27:35.000", ("HCCL_SOCKET_IFNAME", "HCCL_CONNECT_TIMEOUT")),
+    ("hccl_init_code4_device_network.log", "device_network", 0, 0, "2025-04-18 16:04:50.000", ("hccn_tool",)),
+    ("hccl_connect_timeout_code9.log", "hccl_connect_timeout", 20, 4, "2025-04-24 14:27:35.000", ("HCCL_SOCKET_IFNAME", "HCCL_CONNECT_TIMEOUT")),
 ]
 
 
 @pytest.mark.parametrize("name,family,rank,device,when,fix_words", CASES, ids=[c[0] + ":" + c[1] for c in CASES])
 def test_family_first_rank_and_fix(name, family, rank, device, when, fix_words):
     result = diagnose(FIX / name)
-    assert report.exit_code(result) == 1
+    assert result["exit_code"] == 1
     f = finding(result, family)
-    first = f["first"]
+    first = f["where"]
     assert first.get("rank") == rank
     assert first.get("device") == device
     assert first["time"] == when
@@ -74,23 +82,23 @@ def test_every_family_of_the_first_table_has_a_fixture_case():
     assert covered == set(core.FAMILIES)  # the later areas: test_diagnose_public.py
 
 
-def test_seed_000_timeout_and_nic_findings():
-    result = diagnose(FIX / "seed000_code9.log")
-    assert [f["family"] for f in result["findings"]] == ["hccl_connect_timeout"]  # ERR02200 is folded into it
+def test_code_9_with_all_ranks_in_time_points_at_the_link_not_a_late_rank():
+    result = diagnose(FIX / "hccl_connect_timeout_code9.log")
+    assert [f["code"] for f in result["findings"]] == ["hccl_connect_timeout"]  # ERR02200 is folded into it
     f = result["findings"][0]
-    assert "EI0006" in f["codes"] and "error code 9 (HCCL_E_TIMEOUT)" in f["codes"]
-    assert f["first"]["pid"] == 540014 and f["ranks"] == [20]
-    assert any("host NIC (HCCL_SOCKET_IFNAME)" in n for n in f["notes"])  # all within the timeout: a link problem
+    assert "EI0006" in f["details"]["codes"] and "error code 9 (HCCL_E_TIMEOUT)" in f["details"]["codes"]
+    assert f["where"]["pid"] == 540014 and f["details"]["ranks"] == [20]
+    assert any("host NIC (HCCL_SOCKET_IFNAME)" in n for n in f["details"]["notes"])  # all within the timeout: a link problem
     assert result["generic_hccl_lines"] == 1
     assert result["first_failure"]["rank"] == 20 and result["first_failure"]["device"] == 4
 
 
 def test_late_rank_note_when_reports_span_more_than_the_timeout():
     f = finding(diagnose(FIX / "connect_late"), "hccl_connect_timeout")
-    assert f["spread_s"] == pytest.approx(415.176, abs=0.01)
-    assert f["details"]["timeout_s"] == ["120"]
-    assert any("a late rank" in n for n in f["notes"])
-    assert f["ranks"] == [3, 12] and f["nodes"] == ["10.0.0.11", "10.0.0.12"]  # ranks from the driver log's pids
+    assert f["details"]["spread_s"] == pytest.approx(415.176, abs=0.01)
+    assert f["details"]["values"]["timeout_s"] == ["120"]
+    assert any("a late rank" in n for n in f["details"]["notes"])
+    assert f["details"]["ranks"] == [3, 12] and f["details"]["nodes"] == ["10.0.0.11", "10.0.0.12"]  # ranks from the driver log's pids
 
 
 def test_multi_file_earliest_rank_is_in_the_second_file():
@@ -105,9 +113,9 @@ def test_multi_file_earliest_rank_is_in_the_second_file():
 def test_exec_timeout_names_the_late_rank():
     result = diagnose(FIX / "exec_timeout.log")
     f = finding(result, "hccl_exec_timeout")
-    assert f["details"]["late_rank"] == ["24"]
-    assert any("24" in n and "late rank" in n for n in f["notes"])
-    assert [x["family"] for x in result["findings"]] == ["hccl_exec_timeout", "stream_sync_timeout"]
+    assert f["details"]["values"]["late_rank"] == ["24"]
+    assert any("24" in n and "late rank" in n for n in f["details"]["notes"])
+    assert [x["code"] for x in result["findings"]] == ["hccl_exec_timeout", "stream_sync_timeout"]
 
 
 def test_socket_timeout_while_running_is_an_execution_timeout(tmp_path):
@@ -118,15 +126,15 @@ def test_socket_timeout_while_running_is_an_execution_timeout(tmp_path):
                    "[rank1]: EI0006: [PID: 1292363] 2025-04-08-18:07:20.444.436 Getting socket times out. Reason: Remote Rank "
                    "did not send the data in time. Please check the reason for the rank being stuck\n")
     result = diagnose(log)
-    assert [f["family"] for f in result["findings"]] == ["hccl_exec_timeout"]
-    assert result["findings"][0]["first"]["rank"] == 1
+    assert [f["code"] for f in result["findings"]] == ["hccl_exec_timeout"]
+    assert result["findings"][0]["where"]["rank"] == 1
 
 
 def test_timeout_without_rollout_evidence_is_no_long_tail():
     result = diagnose(FIX / "watchdog.log")
-    assert "rollout_long_tail" not in [f["family"] for f in result["findings"]]
+    assert "rollout_long_tail" not in [f["code"] for f in result["findings"]]
     tail = finding(diagnose(FIX / "long_tail.log"), "rollout_long_tail")
-    assert any("step 7 spent 5400 of 6300 s generating" in n for n in tail["notes"])
+    assert any("step 7 spent 5400 of 6300 s generating" in n for n in tail["details"]["notes"])
 
 
 def test_generic_hccl_error_alone_is_reported(tmp_path):
@@ -136,13 +144,13 @@ def test_generic_hccl_error_alone_is_reported(tmp_path):
         "hcclCommInitRootInfoConfig(numRanks, &rootInfo, rank, config, &(comm->hcclComm_)), error code is 5\n"
         "[rank5]: [ERROR] 2025-12-01-10:00:00 (PID:77, Device:5, RankID:5) ERR02200 DIST call hccl api failed.\n")
     f = finding(diagnose(path), "hccl_call_failed")
-    assert "error code 5 (HCCL_E_NOT_SUPPORT)" in f["codes"] and f["first"]["rank"] == 5
+    assert "error code 5 (HCCL_E_NOT_SUPPORT)" in f["details"]["codes"] and f["where"]["rank"] == 5
 
 
 def test_noise_and_a_successful_run_find_nothing():
     for path in (FIX / "noise.log", STEPS_LOG):
         result = diagnose(path)
-        assert result["findings"] == [] and report.exit_code(result) == 0, result["findings"]
+        assert result["findings"] == [] and result["exit_code"] == 0, result["findings"]
 
 
 def test_the_same_error_text_at_warning_level_is_quiet(tmp_path):
@@ -150,7 +158,7 @@ def test_the_same_error_text_at_warning_level_is_quiet(tmp_path):
     (tmp_path / "a.log").write_text(error.replace("[ERROR]", "[WARNING]") + "\n")
     assert diagnose(tmp_path / "a.log")["findings"] == []
     (tmp_path / "b.log").write_text(error + "\n")
-    assert finding(diagnose(tmp_path / "b.log"), "port_in_use")["first"]["pid"] == 1
+    assert finding(diagnose(tmp_path / "b.log"), "port_in_use")["where"]["pid"] == 1
 
 
 @pytest.mark.parametrize("line,expected", [
@@ -176,7 +184,7 @@ def test_where_reads_ray_torch_and_cann_prefixes():
 def test_year_less_stamps_take_the_files_year(tmp_path):
     log = tmp_path / "w.log"
     log.write_text("2023-03-24 12:00:00,001 - root - INFO - start\n" + (FIX / "watchdog.log").read_text())
-    assert finding(diagnose(log), "hccl_exec_timeout")["first"]["time"] == "2023-03-24 13:00:24.236"
+    assert finding(diagnose(log), "hccl_exec_timeout")["where"]["time"] == "2023-03-24 13:00:24.236"
 
 
 def test_block_boundaries_and_line_numbers(tmp_path, monkeypatch):
@@ -186,39 +194,39 @@ def test_block_boundaries_and_line_numbers(tmp_path, monkeypatch):
            "59.00 GiB already allocated)")
     (tmp_path / "big.log").write_text(filler + oom + "\n" + filler + oom)  # last line without newline
     f = finding(diagnose(tmp_path / "big.log"), "npu_oom")
-    assert f["lines"] == 2 and f["first"]["line"] == 41 and f["first"]["device"] == 6
+    assert f["details"]["lines"] == 2 and f["where"]["line"] == 41 and f["where"]["device"] == 6
     result = diagnose(tmp_path / "big.log")
     assert result["lines"] == 82
 
 
-def test_cli_json_text_and_exit_codes(tmp_path):
-    proc = run_cli("diagnose", "--json", str(FIX / "seed000_code9.log"), str(FIX / "seed000_code4.log"), timeout=120)
-    assert proc.returncode == 1, proc.stderr
-    out = json.loads(proc.stdout)
-    assert [f["family"] for f in out["findings"]] == ["device_network", "hccl_connect_timeout"]
+def test_json_and_text_name_the_first_failure_and_exit_1(tmp_path, capsys):
+    code, out, err = cli_run(capsys, "diagnose", "--json", FIX / "hccl_connect_timeout_code9.log",
+                             FIX / "hccl_init_code4_device_network.log")
+    assert code == 1, err
+    out = json.loads(out)
+    assert [f["code"] for f in out["findings"]] == ["device_network", "hccl_connect_timeout"]
     assert out["first_failure"]["time"] == "2025-04-18 16:04:50.000" and out["first_failure"]["rank"] == 0
-    proc = run_cli("diagnose", str(FIX / "seed000_code9.log"), timeout=120)
-    assert proc.returncode == 1
-    assert "first failure: 2025-04-24 14:27:35.000, rank 20, device 4, pid 540014" in proc.stdout
-    assert "fix:" in proc.stdout and "https://github.com/" in proc.stdout
-    proc = run_cli("diagnose", str(FIX / "noise.log"), str(STEPS_LOG), timeout=120)
-    assert proc.returncode == 0 and proc.stdout.startswith("no known failure"), proc.stdout + proc.stderr
+    code, out, err = cli_run(capsys, "diagnose", str(FIX / "hccl_connect_timeout_code9.log"))
+    assert code == 1
+    assert "first failure: 2025-04-24 14:27:35.000, rank 20, device 4, pid 540014" in out
+    assert "fix:" in out and "https://github.com/" in out
+    code, out, err = cli_run(capsys, "diagnose", str(FIX / "noise.log"), str(STEPS_LOG))
+    assert code == 0 and out.startswith("no known failure"), out + err
 
 
-def test_cli_bad_input_exits_2(tmp_path):
+def test_missing_empty_or_binary_input_exits_2(tmp_path, capsys):
     missing = tmp_path / "nope.log"
-    proc = run_cli("diagnose", str(missing), timeout=120)
-    assert proc.returncode == 2 and f"{missing}: no such file or folder" in proc.stderr
+    code, out, err = cli_run(capsys, "diagnose", str(missing))
+    assert code == 2 and f"{missing}: no such file or folder" in err
     empty = tmp_path / "empty"
     empty.mkdir()
     (empty / "image.png").write_bytes(b"\x89PNG")
-    proc = run_cli("diagnose", str(empty), timeout=120)
-    assert proc.returncode == 2 and "holds no log files" in proc.stderr
+    code, out, err = cli_run(capsys, "diagnose", str(empty))
+    assert code == 2 and "holds no log files" in err
     binary = tmp_path / "core.log"
     binary.write_bytes(b"\x00\x01" * 100)
-    proc = run_cli("diagnose", str(binary), timeout=120)
-    assert proc.returncode == 2 and "binary file" in proc.stderr
-    assert run_cli("diagnose", timeout=120).returncode == 2  # argparse: PATH required
+    code, out, err = cli_run(capsys, "diagnose", str(binary))
+    assert code == 2 and "binary file" in err
 
 
 def test_table_rules_compile_and_name_known_families():
@@ -250,7 +258,7 @@ def test_ray_session_folder_pids_from_file_names():
     python-core-worker-<id>_<pid>.log), the rank in the .err, the time in the core-worker log."""
     result = diagnose(FIX / "ray_session")
     f = finding(result, "npu_oom")
-    assert f["ranks"] == [2, 5]
+    assert f["details"]["ranks"] == [2, 5]
     first = result["first_failure"]
     assert (first["rank"], first["device"], first["pid"], first["time"]) == (5, 5, 5121, "2025-11-30 09:12:00.612")
     assert first["file"].endswith("python-core-worker-9a0b1c2d3e4f_5121.log")
@@ -261,7 +269,7 @@ def test_a_line_longer_than_several_blocks(tmp_path, monkeypatch):
     huge = "x" * 1000 + " EL0004: [PID: 9] 2025-05-05-05:05:05.000.001 Failed to allocate memory."
     (tmp_path / "one.log").write_text("INFO start\n" + huge + "\nINFO end\n")
     f = finding(diagnose(tmp_path / "one.log"), "npu_oom")
-    assert f["first"]["line"] == 2 and f["first"]["pid"] == 9
+    assert f["where"]["line"] == 2 and f["where"]["pid"] == 9
 
 
 def test_128_ranks_storm_names_the_earliest_and_counts_them(tmp_path):
@@ -272,6 +280,6 @@ def test_128_ranks_storm_names_the_earliest_and_counts_them(tmp_path):
                      "does not initiate a connect request.")
     (tmp_path / "storm.log").write_text("\n".join(lines) + "\n")
     f = finding(diagnose(tmp_path / "storm.log"), "hccl_connect_timeout")
-    assert f["lines"] == 128 and f["ranks"] == list(range(128)) and len(f["nodes"]) == 16
-    assert (f["first"]["rank"], f["first"]["time"]) == (0, "2025-11-20 23:12:10.000")
-    assert f["spread_s"] == pytest.approx(39.119)  # last: rank 119 at :49.119
+    assert f["details"]["lines"] == 128 and f["details"]["ranks"] == list(range(128)) and len(f["details"]["nodes"]) == 16
+    assert (f["where"]["rank"], f["where"]["time"]) == (0, "2025-11-20 23:12:10.000")
+    assert f["details"]["spread_s"] == pytest.approx(39.119)  # last: rank 119 at :49.119

@@ -10,9 +10,9 @@ import re
 from pathlib import Path
 
 import pytest
-from subproc import run_cli
+from test_diagnose import cli_run, diagnose  # the same JSON form and in-process CLI
 
-from verl_ascend.diagnose import report, scan, table
+from verl_ascend.diagnose import table
 
 pytestmark = pytest.mark.verl_agnostic
 FIX = Path(__file__).parents[1] / "fixtures" / "diagnose"
@@ -43,10 +43,6 @@ FIX_WORDS = {
 }
 
 
-def diagnose(*paths):
-    return report.build(scan.scan([str(p) for p in paths]))
-
-
 def test_the_fresh_set_is_big_enough_and_every_file_is_listed():
     on_disk = {p.name for p in PUBLIC.glob("*.log")} - {"healthy_shutdown.log"}
     assert on_disk == set(SOURCES)
@@ -58,9 +54,9 @@ def test_public_shape_is_named_with_its_fix(name):
     family, url = SOURCES[name]
     assert (PUBLIC / name).read_text().splitlines()[0] == f"# shape of: {url}"
     result = diagnose(PUBLIC / name)
-    assert report.exit_code(result) == 1
+    assert result["exit_code"] == 1
     found = result["findings"][0]
-    assert found["family"] == family, [f["family"] for f in result["findings"]]
+    assert found["code"] == family, [f["code"] for f in result["findings"]]
     assert FIX_WORDS[family] in found["fix"], found["fix"]
     listed = table.FAMILIES[family].sources
     assert listed and all(s.startswith("https://") for s in listed)
@@ -75,25 +71,25 @@ def test_every_family_has_a_fixture_somewhere():
     assert set(table.FAMILIES) - covered == set()
 
 
-def test_the_peer_that_exited_is_named_not_the_reporter():
+def test_the_peer_that_exited_is_named_not_the_reporter(capsys):
     result = diagnose(PUBLIC / "peer_heartbeat.log")
     f = result["findings"][0]
-    assert f["culprit"] == {"node": "10.7.0.3", "device": 6, "reports": 1}
-    assert f["first"]["node"] == "10.7.0.2"  # the line came from the waiting rank's log...
+    assert f["details"]["culprit"] == {"node": "10.7.0.3", "device": 6, "reports": 1}
+    assert f["where"]["node"] == "10.7.0.2"  # the line came from the waiting rank's log...
     assert result["first_failure"]["culprit"]["node"] == "10.7.0.3"  # ...the run is blamed on the peer
-    assert any("Heartbeat Lost Occurred" in n for n in f["notes"])
-    proc = run_cli("diagnose", str(PUBLIC / "peer_heartbeat.log"), timeout=120)
-    assert proc.returncode == 1 and "culprit: node 10.7.0.3, device 6" in proc.stdout, proc.stdout
+    assert any("Heartbeat Lost Occurred" in n for n in f["details"]["notes"])
+    code, out, err = cli_run(capsys, "diagnose", str(PUBLIC / "peer_heartbeat.log"))
+    assert code == 1 and "culprit: node 10.7.0.3, device 6" in out, out
 
 
 def test_error_cqe_names_the_other_end():
     f = diagnose(PUBLIC / "error_cqe.log")["findings"][0]
-    assert f["details"]["peer"] == ["10.9.0.22/5"] and "EI0013" in f["codes"]
+    assert f["details"]["values"]["peer"] == ["10.9.0.22/5"] and "EI0013" in f["details"]["codes"]
 
 
-def test_a_finished_run_with_shutdown_noise_is_clean():
-    proc = run_cli("diagnose", str(PUBLIC / "healthy_shutdown.log"), str(FIX / "noise.log"), timeout=120)
-    assert proc.returncode == 0 and proc.stdout.startswith("no known failure"), proc.stdout
+def test_a_finished_run_with_shutdown_noise_is_clean(capsys):
+    code, out, err = cli_run(capsys, "diagnose", str(PUBLIC / "healthy_shutdown.log"), str(FIX / "noise.log"))
+    assert code == 0 and out.startswith("no known failure"), out
 
 
 # -- the generic fallback, one case per kind of failure line -------------------------------------------------------
@@ -124,18 +120,18 @@ KINDS = [
 
 
 @pytest.mark.parametrize("name,lines,kind,raised_at", KINDS, ids=[k[0] for k in KINDS])
-def test_generic_fallback_per_failure_kind(tmp_path, name, lines, kind, raised_at):
+def test_generic_fallback_per_failure_kind(tmp_path, name, lines, kind, raised_at, capsys):
     log = tmp_path / f"{name}.log"
     log.write_text("2026-01-01 00:00:00,000 - verl - INFO - start\n" + "\n".join(lines) + "\n")
-    proc = run_cli("diagnose", "--json", str(log), timeout=120) if name == "assertion_bare" else None
-    result = json.loads(proc.stdout) if proc else diagnose(log)
-    if proc:
-        assert proc.returncode == 1, proc.stderr
-    assert [f["family"] for f in result["findings"]] == [table.UNRECOGNISED]
-    first = result["findings"][0]["first"]
+    code, out, err = cli_run(capsys, "diagnose", "--json", str(log)) if name == "assertion_bare" else (None, None, None)
+    result = json.loads(out) if out else diagnose(log)
+    if out:
+        assert code == 1, err
+    assert [f["code"] for f in result["findings"]] == [table.UNRECOGNISED]
+    first = result["findings"][0]["where"]
     assert first["line"] >= 2  # after the INFO line: the failing line, not the header
     if kind:
-        assert result["findings"][0]["details"]["exception"] == [kind]
+        assert result["findings"][0]["details"]["values"]["exception"] == [kind]
     if raised_at:
         assert first["raised_at"] == raised_at
     if lines[0].startswith(RAY):
@@ -158,9 +154,9 @@ def test_an_unexplained_exception_before_a_known_failure_is_kept_first(tmp_path)
                    "(WorkerDict pid=2, ip=10.0.0.2) [rank1]: EI0002: [PID: 2] 2026-02-02-10:30:00.000.000 The wait "
                    "execution of the Notify register times out.\n")
     result = diagnose(log)
-    assert [f["family"] for f in result["findings"]] == ["hccl_exec_timeout", table.UNRECOGNISED]
+    assert [f["code"] for f in result["findings"]] == ["hccl_exec_timeout", table.UNRECOGNISED]
     assert result["first_failure"]["family"] == table.UNRECOGNISED and result["first_failure"]["node"] == "10.0.0.1"
     log.write_text("[rank1]: RuntimeError: NPU out of memory. Tried to allocate 2.00 GiB (NPU 1; 60 GiB total)\n"
                    "[rank1]: [ERROR] 2026-02-02-10:00:00 (PID:5, Device:1, RankID:1) ERR00100 PTA call acl api failed.\n")
     result = diagnose(log)
-    assert [f["family"] for f in result["findings"]] == ["npu_oom"] and result["unrecognised_lines"] == 1
+    assert [f["code"] for f in result["findings"]] == ["npu_oom"] and result["unrecognised_lines"] == 1

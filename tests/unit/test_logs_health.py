@@ -1,8 +1,10 @@
 """`verl-ascend logs` training-health flags, each with the step where the problem started."""
 
-import pytest
-from subproc import run_cli
+import json
 
+import pytest
+
+from verl_ascend import cli
 from verl_ascend.logs import health, parse
 
 pytestmark = pytest.mark.verl_agnostic
@@ -28,7 +30,9 @@ def steady(n=12, **over):
 
 
 def checks(parsed):
-    return {f.check: f.step for f in health.flags(parsed)}
+    found = health.flags(parsed)
+    assert all(f.severity == "warning" and f.code == f.subject for f in found), found  # a flag is a warning
+    return {f.subject: f.where["step"] for f in found}
 
 
 def test_a_steady_run_raises_no_flag():
@@ -81,13 +85,17 @@ def test_too_few_steps_for_trends():
     assert checks(steady(n=5, critic__rewards__mean=[0.9, 0.8, 0.1, 0.0, 0.0])) == {}
 
 
-def test_cli_prints_flags_and_exits_1(tmp_path):
+def test_cli_prints_flags_and_exits_1_in_text_and_json(tmp_path, capsys):
     log = tmp_path / "run.log"
     lines = []
     for step, reward in enumerate([0.5, 0.55, 0.6, 0.62, 0.6, 0.4, 0.2, 0.1, 0.05, 0.02], 1):
         lines.append(f"(TaskRunner pid=1) step:{step} - critic/rewards/mean:{reward} - response_length/mean:900.0 - "
                      f"timing_s/step:100.0 - training/rollout_probs_diff_mean:0.002")
     log.write_text("\n".join(lines) + "\n")
-    proc = run_cli("logs", str(log), timeout=120)
-    assert proc.returncode == 1, proc.stdout + proc.stderr
-    assert "training health: 1 flag(s)" in proc.stdout and "step 8: reward collapsing" in proc.stdout
+    assert cli.main(["logs", str(log)]) == 1
+    out = capsys.readouterr().out
+    assert "training health: 1 flag(s)" in out and "step 8: reward collapsing" in out
+    assert cli.main(["logs", "--json", str(log)]) == 1
+    got = json.loads(capsys.readouterr().out)
+    assert got["exit_code"] == 1 and got["last_step"] == 10
+    assert [(f["subject"], f["where"]) for f in got["findings"]] == [("reward_collapse", {"step": 8})]
