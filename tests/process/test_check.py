@@ -53,7 +53,7 @@ def test_cli_bad_input_exits_2(tmp_path):
 
 @pytest.mark.verl_agnostic
 @pytest.mark.parametrize("script", sorted(p.name for p in RECIPES.glob("*.sh")))
-def test_bash_n(script):
+def test_every_shipped_script_parses_with_bash_n(script):
     proc = subprocess.run(["bash", "-n", str(RECIPES / script)], capture_output=True, text=True, timeout=30)
     assert proc.returncode == 0, proc.stderr
 

@@ -23,7 +23,7 @@ def importable(name):
         return False
 
 
-def test_cli_exit_codes(tmp_path):
+def test_cli_exit_codes_follow_the_workers_and_bridge_of_this_verl(tmp_path):
     env = clean_env(HOME=str(tmp_path))
     gspo = run_cli("check", str(GSPO), "--json", env=env, timeout=300)
     assert gspo.returncode == (0 if not HAS_LEGACY_FSDP else 2), gspo.stdout[-3000:] + gspo.stderr[-3000:]

@@ -68,11 +68,6 @@ def states(findings):
     return {f.subject: f.severity for f in findings}
 
 
-def one(findings, check):
-    (hit,) = [f for f in findings if f.subject == check]
-    return hit
-
-
 def test_port_base_paths():
     assert states(hccl.check_port_base({})) == {"hccl.if_base_port": "ok"}
     assert states(hccl.check_port_base({"HCCL_IF_BASE_PORT": "61000"}, (32768, 60999))) == {"hccl.if_base_port": "ok"}
@@ -88,7 +83,7 @@ def test_timeout_paths():
     assert states(hccl.check_timeouts({}, 1)) == {"hccl.connect_timeout": "ok", "hccl.exec_timeout": "ok"}
     low = {"HCCL_CONNECT_TIMEOUT": "60", "HCCL_EXEC_TIMEOUT": "0"}
     assert states(hccl.check_timeouts(low, 2)) == {"hccl.connect_timeout": "warning", "hccl.exec_timeout": "error"}
-    bad = hccl.check_timeouts({"HCCL_CONNECT_TIMEOUT": "1h", "HCCL_EXEC_TIMEOUT": "3600"}, 2)
-    assert one(bad, "hccl.connect_timeout").severity == "error" and "'1h'" in one(bad, "hccl.connect_timeout").message
+    (bad,) = hccl.check_connect_timeout({"HCCL_CONNECT_TIMEOUT": "1h", "HCCL_EXEC_TIMEOUT": "3600"}, 2)
+    assert (bad.subject, bad.severity) == ("hccl.connect_timeout", "error") and "'1h'" in bad.message
 
 
