@@ -15,9 +15,9 @@ import torch
 from subproc import clean_env, run_cli
 
 from verl_ascend.doctor import board_probe
+from verl_ascend.doctor.checks import GROUPS as ALL_GROUPS
 
 NOT_VERL = "patches"  # the group that imports verl; the tests below leave it out unless they test it
-ALL_GROUPS = ("python", "torch", "cann", "npu", "network", "hccl", "env", "versions", "patches", "ray")
 
 
 def doctor(*args, env, limit_nofile=None, timeout=120):

@@ -110,3 +110,4 @@ def test_visible_devices_must_list_one_id_per_rank(home, monkeypatch):
     monkeypatch.setenv("ASCEND_RT_VISIBLE_DEVICES", "0,1,2,3,4,5,6,7")
     (warn,) = flagged(check("grpo_qwen2_5_7b_a3.sh", "a3"))
     assert "lists 8 devices" in warn["message"] and "die indices" in warn["fix"]
+    assert warn["subject"] == "node"  # the rule's name (rules.ALL), not the parallel rule's

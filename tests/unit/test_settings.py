@@ -33,3 +33,22 @@ def test_a_wrong_word_raises_naming_it_and_every_valid_one(setting):
     for word, meaning in setting.choices.items():
         assert f"{setting.name}={word} ({meaning})" in text
     assert settings.problem(setting.name, env)  # status reports the same value as invalid
+
+
+@pytest.mark.parametrize("word", settings.DEVICE_OFF)
+def test_every_off_word_of_the_device_switch_turns_ascend_handling_off(word, monkeypatch):
+    from verl_ascend.core import platform
+
+    monkeypatch.setenv("VERL_ASCEND_DEVICE", f" {word.upper()} ")
+    assert settings.get("VERL_ASCEND_DEVICE") == "cpu" and settings.problem("VERL_ASCEND_DEVICE") is None
+    assert platform.ascend_evidence() == [] and platform.not_ascend_reason() == "VERL_ASCEND_DEVICE=cpu"
+
+
+def test_the_readme_row_of_the_device_switch_names_every_off_word():
+    import re
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    (row,) = re.findall(r"^\| `VERL_ASCEND_DEVICE` \|.*$", readme, re.M)
+    assert all(f"`{word}`" in row for word in settings.DEVICE_OFF), row
+    assert settings.problem("VERL_ASCEND_DEVICE", {"VERL_ASCEND_DEVICE": "gpu"})  # not an off word: invalid

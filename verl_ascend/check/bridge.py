@@ -37,9 +37,11 @@ def chosen(cfg, role: str):
     return ("mbridge" if bool(value) else "megatron.bridge"), key
 
 
-def findings(cfg, layouts) -> list:
+def findings(ctx) -> list:
+    """The bridge rule over a rules.Context."""
+    cfg = ctx.cfg
     out, seen = [], set()
-    for lay in layouts:
+    for lay in ctx.layouts():
         if not lay.is_megatron or not get(cfg, lay.key("use_mbridge"), False):
             continue
         module, key = chosen(cfg, lay.role)

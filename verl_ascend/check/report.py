@@ -12,7 +12,7 @@ from verl_ascend.core.findings import ERROR, INFO, exit_code, finding
 from verl_ascend.recipe import compose, extract, model_facts, sandbox
 from verl_ascend.recipe.layout import ARR, BadValue, get, rollout_layout, train_layout, world_size
 
-from . import bridge, hbm, rules, trainer_path, verl_checks
+from . import rules, trainer_path, verl_checks
 
 
 def _verl_features() -> tuple:
@@ -167,7 +167,8 @@ def _run_check(script, sets, verl_src, device) -> Report:
     report.entry, report.config_name, report.overrides = launch.module, launch.config_name, list(launch.overrides)
     composed = compose.compose_launch(launch, verl_src=verl_src)
     report.config_source = composed.source
-    findings = found + list(composed.findings) + rules.env(launch.env, profile)
+    script_only = rules.Context(None, None, False, profile=profile, launch_env=launch.env)
+    findings = found + list(composed.findings) + rules.run(script_only, needs_config=False)
     cfg = composed.config
     version, has_auto, patch_active = _verl_features()
     report.verl_version = version
@@ -202,14 +203,14 @@ def _judge(report, cfg, launch, profile, findings, version, has_auto, patch_acti
                                 f"model facts unavailable ({why}): layer, head, expert and memory rules skipped"))
     else:
         report.model = {"name": facts.name, "source": facts.source, "layers": facts.num_layers,
-                           "heads": facts.num_heads, "kv_heads": facts.num_kv_heads, "experts": facts.num_experts,
-                           "params_b": round(facts.total_params() / 1e9, 2)}
+                        "heads": facts.num_heads, "kv_heads": facts.num_kv_heads, "experts": facts.num_experts,
+                        "params_b": round(facts.total_params() / 1e9, 2)}
     engine = trainer_path.engine_workers(cfg)
     report.layout = _layout_summary(cfg, use_ref, engine)
     ctx = rules.Context(cfg, facts, use_ref, has_auto_set_device=has_auto, device_patch_active=patch_active,
                         verl_raises_batched_tokens=verl_checks.raises_batched_tokens(), profile=profile,
                         launch_env=launch.env, engine_workers=engine)
-    ours = [f for rule in rules.ALL for f in rule(ctx)] + hbm.estimate(ctx) + bridge.findings(cfg, ctx.layouts())
+    ours = rules.run(ctx, needs_config=True)
     # verl's assertions overlap ours (world size, batch divisibility); when ours already explain an
     # error, verl's text is kept in the report but not counted as a separate finding.
     report.verl_validation = {"ran": ran, "errors": [f.message for f in verl_found]}

@@ -1,20 +1,27 @@
 """Ascend A2 preflight rules over a composed verl config. Each returns findings naming keys,
-numbers and a fix. Facts about the model may be None (then model-dependent rules are skipped)."""
+numbers and a fix. Facts about the model may be None (then model-dependent rules are skipped).
+
+:data:`ALL` is the table of rules (name, function, what it checks): a rule's findings carry its name as
+their subject, every rule takes the one :class:`Context`, and docs/check.md's rule table is held to it
+(tests/unit/test_check_rules.py)."""
 
 import dataclasses
 from typing import Optional
 
+from verl_ascend.core import ifname
 from verl_ascend.core.findings import ERROR, INFO, WARNING, finding
 from verl_ascend.core.profiles import DEFAULT, PROFILES, Profile
 from verl_ascend.recipe.layout import ARR, get, get_int, rollout_layout, train_layout, world_size
 from verl_ascend.recipe.model_facts import ModelFacts
+
+from . import bridge, hbm  # rules of their own modules (neither imports this one)
 
 NODE = ("trainer.nnodes", "trainer.n_gpus_per_node")
 
 
 @dataclasses.dataclass
 class Context:
-    cfg: object
+    cfg: object  # None when the config did not compose: only the rules that need none run
     facts: Optional[ModelFacts]
     use_ref: bool
     has_auto_set_device: bool = True
@@ -323,13 +330,16 @@ def known_bad(ctx: Context) -> list:
     return out
 
 
-def env(launch_env: dict, profile: Profile = PROFILES[DEFAULT]) -> list:
-    out = []
-    hccl, gloo = launch_env.get("HCCL_SOCKET_IFNAME"), launch_env.get("GLOO_SOCKET_IFNAME")
-    if bool(hccl) != bool(gloo) or (hccl and gloo and hccl != gloo):
-        out.append(finding("env", WARNING, ("HCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME"),
-                           f"HCCL_SOCKET_IFNAME={hccl or '(unset)'} and GLOO_SOCKET_IFNAME={gloo or '(unset)'} differ: "
-                           "'Gloo connectFullMesh failed' / HCCL error 9 on multi-node jobs",
+def env(ctx: Context) -> list:
+    """The launch script's exported variables; needs no config."""
+    out, launch_env, profile = [], ctx.launch_env, ctx.profile
+    hccl, gloo = launch_env.get(ifname.HCCL) or "", launch_env.get(ifname.GLOO) or ""
+    # the same decision as doctor's network.socket_ifname_pair (core.ifname), on the names the script writes
+    why = (f"{ifname.HCCL if hccl else ifname.GLOO} is set but {ifname.GLOO if hccl else ifname.HCCL} is not"
+           if bool(hccl) != bool(gloo) else hccl and ifname.disagreement(hccl, gloo))
+    if why:
+        out.append(finding("env", WARNING, (ifname.HCCL, ifname.GLOO),
+                           f"{why}: 'Gloo connectFullMesh failed' / HCCL error 9 on multi-node jobs",
                            "export both to the same real interface (recipes/a2_env.sh: SOCKET_IFNAME=...)"))
     if profile.superpod and str(launch_env.get("HCCL_INTER_HCCS_DISABLE", "")).upper() == "TRUE":
         out.append(finding("env", WARNING, ("HCCL_INTER_HCCS_DISABLE",),
@@ -347,7 +357,7 @@ def node(ctx: Context) -> list:
     per_node = get_int(ctx.cfg, NODE[1], 8)
     if per_node != prof.ranks_per_node:
         note = " (an Atlas 200T A2 Box16 has 16)" if prof.name.startswith("a2") and per_node == 16 else ""
-        out.append(finding("parallel", WARNING, (NODE[1],),
+        out.append(finding("node", WARNING, (NODE[1],),
                            f"{NODE[1]}={per_node}, but a {prof.title} server has {prof.ranks_per_node} ranks"
                            f"{' (8 cards x 2 dies)' if prof.ranks_per_card == 2 else ''}{note}: the job leaves NPUs idle "
                            "or waits for ones that do not exist", f"set {NODE[1]}={prof.ranks_per_node}, or check "
@@ -356,11 +366,37 @@ def node(ctx: Context) -> list:
     if visible:
         ids = [v for v in visible.split(",") if v.strip()]
         if len(ids) != per_node:
-            out.append(finding("parallel", WARNING, ("ASCEND_RT_VISIBLE_DEVICES", NODE[1]),
+            out.append(finding("node", WARNING, ("ASCEND_RT_VISIBLE_DEVICES", NODE[1]),
                                f"ASCEND_RT_VISIBLE_DEVICES lists {len(ids)} devices, {NODE[1]}={per_node}",
                                f"list {per_node} device ids (0..{per_node - 1}"
                                + (", die indices on A3" if prof.ranks_per_card == 2 else "") + ")"))
     return out
 
 
-ALL = (node, parallel, batch, lengths, pipeline, heads, experts, known_bad)
+@dataclasses.dataclass(frozen=True)
+class Rule:
+    name: str       # the subject of its findings
+    function: object
+    doc: str
+    needs_config: bool = True  # False: judged even when the config did not compose
+
+
+ALL = (
+    Rule("node", node, "n_gpus_per_node and ASCEND_RT_VISIBLE_DEVICES vs the device profile's ranks per server"),
+    Rule("parallel", parallel, "world size vs TP x PP x CP, experts per stage, rollout replicas, TP across nodes"),
+    Rule("batch", batch, "group size, train/mini/micro batch sizes over the data-parallel ranks"),
+    Rule("lengths", lengths, "prompt + response vs the rollout's and the dynamic batch's token limits"),
+    Rule("pipeline", pipeline, "layers over pipeline stages, first/last stage sizes, VPP chunks"),
+    Rule("heads", heads, "attention and KV heads vs Megatron and rollout TP"),
+    Rule("experts", experts, "experts vs EP of actor, ref and rollout"),
+    Rule("known-bad", known_bad, "mbridge with VPP; trainer.device=cuda where verl does not map it"),
+    Rule("hbm", hbm.estimate, "HBM per rank of the device profile, training and rollout phase"),
+    Rule("bridge", bridge.findings, "the HF-Megatron bridge the workers import, installed here or not"),
+    Rule("env", env, "the HCCL/Gloo variables the script exports", needs_config=False),
+)
+
+
+def run(ctx: Context, needs_config: bool) -> list:
+    """The rules of :data:`ALL` that need a composed config (``ctx.cfg``), or those that judge the
+    script alone (run even when the config does not compose)."""
+    return [f for rule in ALL if rule.needs_config == needs_config for f in rule.function(ctx)]

@@ -3,7 +3,8 @@
 import argparse
 
 from verl_ascend.commands._args import comma_names, positive_int
-from verl_ascend.doctor.run import DEFAULT_HCCN_CONF, GROUPS
+from verl_ascend.doctor.checks import GROUPS
+from verl_ascend.doctor.run import DEFAULT_HCCN_CONF
 
 
 def _groups(text: str) -> list:

@@ -52,7 +52,7 @@ def _forced() -> str:
 def ascend_evidence() -> list:
     """What makes this look like an Ascend host; empty when it does not."""
     forced = _forced()
-    if forced in ("cpu", "off", "none", "0"):
+    if forced == "cpu":
         return []
     found = []
     if forced == "npu":
@@ -71,7 +71,7 @@ def is_ascend_host() -> bool:
 
 
 def not_ascend_reason() -> str:
-    if _forced() in ("cpu", "off", "none", "0"):
+    if _forced() == "cpu":  # settings parses every off word to "cpu"
         return f"{DEVICE_ENV}={_forced()}"
     return "not an Ascend host (no /dev/davinci*, no npu-smi on PATH, no torch_npu installed)"
 
@@ -142,9 +142,16 @@ def require_torch_npu() -> None:
 
 
 def installed_version(dist: str) -> str:
+    """The installed version of distribution ``dist``, '' when it is not installed: the one helper every
+    tool asks (metadata only, nothing is imported)."""
     from importlib import metadata
 
     try:
         return metadata.version(dist)
     except metadata.PackageNotFoundError:
         return ""
+
+
+def installed_versions(*dists) -> dict:
+    """dist -> installed_version(dist), in the order given."""
+    return {dist: installed_version(dist) for dist in dists}

@@ -10,6 +10,9 @@ import os
 ON = ("1", "true", "on", "yes")
 OFF = ("0", "false", "off", "no")
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+# VERL_ASCEND_DEVICE: every word that turns Ascend handling off; all of them parse to "cpu", so code
+# asks only `== "cpu"` (core.platform) and this tuple is the one place the words are spelled.
+DEVICE_OFF = ("cpu", "off", "none", "0")
 
 
 class Setting:
@@ -43,6 +46,15 @@ def _choice(*options):
     return parse
 
 
+def _device(raw: str) -> str:
+    value = raw.strip().lower()
+    if value in DEVICE_OFF:
+        return "cpu"
+    if value in ("auto", "npu"):
+        return value
+    raise ValueError
+
+
 def _level(raw: str) -> str:
     value = raw.strip().upper()
     if value not in LOG_LEVELS:
@@ -68,7 +80,7 @@ TABLE = (
             "switch single runtime patches off"),
     Setting("VERL_ASCEND_LOG_LEVEL", "INFO", "|".join(LOG_LEVELS), _level,
             "the plugin's log level (patch lines are DEBUG)"),
-    Setting("VERL_ASCEND_DEVICE", "auto", "auto|npu|cpu", _choice("auto", "npu", "cpu", "off", "none", "0"),
+    Setting("VERL_ASCEND_DEVICE", "auto", f"auto|npu|cpu (also {', '.join(DEVICE_OFF[1:])}: the same as cpu)", _device,
             "force the Ascend-host verdict: npu = treat as Ascend, cpu = never"),
     _one_of("VERL_ASCEND_ROLLOUT_ORDER", "", {"tiled": "spread each prompt's samples over the rollout workers",
                                               "interleaved": "verl's own order"},

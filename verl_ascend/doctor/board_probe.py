@@ -77,25 +77,24 @@ def verl_probes_board():
 
 def check(env, verl_probe=None) -> list:
     """`verl_probe`: verl_probes_board()'s answer; None (no verl yet) still runs the probe."""
-    name = "npu.verl_board_probe"
     if verl_probe is False:
-        return [skip(name, f"the installed verl {verl_install.version()} does not probe `npu-smi info -t board` "
+        return [skip(check, f"the installed verl {verl_install.version()} does not probe `npu-smi info -t board` "
                      "(get_npu_versions, verl 0.7+): not emulated")]
     exe = shutil.which("npu-smi")
     if not exe:
-        return [skip(name, "npu-smi is not on PATH: verl's `npu-smi info -t board` probe not emulated")]
+        return [skip(check, "npu-smi is not on PATH: verl's `npu-smi info -t board` probe not emulated")]
     answered, detail, tried = probe_sequence(env, lambda i: _board(exe, i))
     note = f" after {', '.join(f'-i {i}' for i, _ in tried)} failed" if tried else ""
     if answered is not None and not detail:
-        return [error(name, f"`npu-smi info -t board -i {answered}` has no 'Software Version' line: verl's "
+        return [error(check, f"`npu-smi info -t board -i {answered}` has no 'Software Version' line: verl's "
                       "get_npu_versions() raises when the vLLM rollout starts",
                       "update the NPU driver/npu-smi, or check that this card is the one the job uses")]
     if answered is not None:
-        return [ok(name, f"verl's version probe `npu-smi info -t board -i {answered}` answers "
+        return [ok(check, f"verl's version probe `npu-smi info -t board -i {answered}` answers "
                      f"(Software Version {detail}){note}")]
     reason = detail
     shown = "; ".join(f"-i {i}: {why}" for i, why in tried)
-    return [error(name, f"verl's get_npu_versions() would fail when the vLLM rollout starts: {shown}; {reason} "
+    return [error(check, f"verl's get_npu_versions() would fail when the vLLM rollout starts: {shown}; {reason} "
                   "(verl#6756, verl#6751)",
                   "export ASCEND_VISIBLE_DEVICES=<first card this container sees, as in `npu-smi info -m`> "
                   "before `ray start`")]

@@ -1,27 +1,35 @@
 """Doctor's findings (the record every command uses) and how a list of them is shown: text or JSON.
 
-Each check id (``network.hccl_socket_ifname``, ...) is the finding's subject. ``skip``: could not be
-checked here (no NPU, tool missing, ...), with the reason; never a pass.
+Each check id (``network.hccl_socket_ifname``, ...) is the finding's subject. A check names itself by
+its function: ``ok(check_port_base, ...)``, and :data:`.checks.CHECKS` gives that function's id, so the
+table is the one place an id is spelled. ``skip``: could not be checked here (no NPU, tool missing,
+...), with the reason; never a pass.
 """
 
 from verl_ascend.core.findings import ERROR, OK, SKIP, WARNING, Finding, counts, exit_code, lines, summary, verdict
 from verl_ascend.core.findings import to_json as envelope_json
 
 
+def _id(check) -> str:
+    from .checks import id_of  # at call time: the table imports the modules that call these makers
+
+    return id_of(check)
+
+
 def ok(check, message):
-    return Finding(OK, check, message)
+    return Finding(OK, _id(check), message)
 
 
 def warn(check, message, fix):
-    return Finding(WARNING, check, message, fix)
+    return Finding(WARNING, _id(check), message, fix)
 
 
 def error(check, message, fix):
-    return Finding(ERROR, check, message, fix)
+    return Finding(ERROR, _id(check), message, fix)
 
 
 def skip(check, message, fix=""):
-    return Finding(SKIP, check, message, fix)
+    return Finding(SKIP, _id(check), message, fix)
 
 
 def to_json(findings, context: dict) -> str:

@@ -45,16 +45,17 @@ def row_for(vllm_ascend: str):
 
 
 def check(versions, cann_version="") -> list:
-    """versions: dist name -> installed version ('' when absent) for vllm-ascend, vllm, torch, torch_npu."""
-    name = "versions.known_good"
+    """versions: dist name -> installed version ('' when absent) for vllm-ascend, vllm, torch, torch_npu
+    (or torch-npu)."""
     va = versions.get("vllm-ascend", "")
     if not va:
-        return [skip(name, "vllm-ascend not installed: no known-good row to compare against")]
+        return [skip(check, "vllm-ascend not installed: no known-good row to compare against")]
     row = row_for(va)
     if row is None:
-        return [skip(name, f"vllm-ascend {va} is not in the known-good table (rows {ROWS[-1][0]}..{ROWS[0][0]}, "
+        return [skip(check, f"vllm-ascend {va} is not in the known-good table (rows {ROWS[-1][0]}..{ROWS[0][0]}, "
                      f"from {SOURCE})", "compare by hand with vllm-ascend's release compatibility matrix")]
-    have = dict(versions, cann=cann_version)
+    # doctor's facts name torch_npu by its distribution, torch-npu; the table's column is torch_npu
+    have = dict(versions, cann=cann_version, torch_npu=versions.get("torch_npu") or versions.get("torch-npu", ""))
     wrong = []
     for column in ("vllm", "torch", "torch_npu", "cann"):
         got = _local(have.get(column, "") or "")
@@ -63,9 +64,9 @@ def check(versions, cann_version="") -> list:
         if got != row[column] and got not in ALSO_OK.get((row["vllm-ascend"], column), ()):
             wrong.append(f"{column} {got} (tested: {row[column]})")
     if not wrong:
-        return [ok(name, f"vllm-ascend {va} with the versions it was released for")]
+        return [ok(check, f"vllm-ascend {va} with the versions it was released for")]
     want = ", ".join(f"{c} {row[c]}" for c in ("vllm", "torch", "torch_npu", "cann"))
-    return [warn(name, f"vllm-ascend {va} was released for {want}; this node has " + "; ".join(wrong),
+    return [warn(check, f"vllm-ascend {va} was released for {want}; this node has " + "; ".join(wrong),
                  f"install the tested set (pip install vllm=={row['vllm']} torch=={row['torch']} "
                  f"torch-npu=={row['torch_npu']}, CANN {row['cann']}) or the vllm-ascend release matching what you "
                  f"have; table: {SOURCE}")]

@@ -1,15 +1,19 @@
-"""This node's network interfaces and the HCCL/Gloo variables that choose among them.
+"""This node's network interfaces and the HCCL/Gloo variables that choose among them (group network).
 
-Seed 000: HCCL init failed with error code 4, then 9, until ``HCCL_SOCKET_IFNAME`` and
-``GLOO_SOCKET_IFNAME`` named the same real interface on every node (with only one of them set,
-Gloo's ``connectFullMesh`` failed instead). Everything here reads local state only: the
-interface table of this host, never a packet to another one. ``scripts/hccl_check.py`` runs the
-same checks before its all-reduce.
+The failure they prevent (the 32B field report, docs/field-reports.md#32b-hccl-error-code-9-and-gloo):
+HCCL init fails with error code 4, then 9, until ``HCCL_SOCKET_IFNAME`` and ``GLOO_SOCKET_IFNAME`` select
+the same real interface on every node; with only one of them set, Gloo's ``connectFullMesh`` fails
+instead. What each variable selects is :mod:`verl_ascend.core.ifname`'s answer, the one ``check`` gives
+for a launch script too. Everything here reads local state only: the interface table of this host,
+never a packet to another one. ``scripts/hccl_check.py`` runs the same checks before its all-reduce.
+Check ids and groups: :mod:`.checks`.
 """
 
 import dataclasses
 import ipaddress
 import socket
+
+from verl_ascend.core.ifname import GLOO, HCCL, disagreement, gloo_selected, hccl_selected
 
 from .findings import error, ok, skip, warn
 
@@ -50,25 +54,6 @@ def local_addresses(interfaces) -> set:
     return ips
 
 
-def hccl_selected(value: str, names) -> list:
-    """Interfaces HCCL_SOCKET_IFNAME selects: `eth,enp` prefixes, `=eth0` exact, `^`/`^=` exclude."""
-    value = value.strip()
-    exclude = value.startswith("^")
-    body = value[1:] if exclude else value
-    exact = body.startswith("=")
-    items = [i.strip() for i in (body[1:] if exact else body).split(",") if i.strip()]
-
-    def hit(name):
-        return any(name == i if exact else name.startswith(i) for i in items)
-
-    return sorted(n for n in names if hit(n) != exclude)
-
-
-def gloo_selected(value: str, names) -> list:
-    """GLOO_SOCKET_IFNAME is a comma-separated list of exact interface names."""
-    return sorted({i.strip() for i in value.split(",") if i.strip()} & set(names))
-
-
 def _judge_selected(check, var, value, selected, interfaces, nnodes):
     if not selected:
         have = ", ".join(sorted(interfaces)) or "none"
@@ -93,42 +78,46 @@ def _judge_selected(check, var, value, selected, interfaces, nnodes):
     return ok(check, f"{var}={value!r} -> {shown}")
 
 
-def check_socket_ifnames(env, interfaces, nnodes=None) -> list:
-    hccl, gloo = env.get("HCCL_SOCKET_IFNAME", ""), env.get("GLOO_SOCKET_IFNAME", "")
-    names = list(interfaces)
-    found = []
-    pair = "network.socket_ifname_pair"
+def check_ifname_pair(env, interfaces, nnodes=None) -> list:
+    hccl, gloo = env.get(HCCL, ""), env.get(GLOO, "")
     if not hccl and not gloo:
         if nnodes == 1:
-            found.append(ok(pair, "HCCL_SOCKET_IFNAME/GLOO_SOCKET_IFNAME unset; not needed on one node"))
-        else:
-            found.append(warn(pair, "HCCL_SOCKET_IFNAME and GLOO_SOCKET_IFNAME are unset: HCCL and Gloo "
-                              "pick a default interface, which can differ from the cluster network "
-                              "(docs/field-reports.md: HCCL error code 9)", FIX_PAIR))
-        return found
+            return [ok(check_ifname_pair, f"{HCCL}/{GLOO} unset; not needed on one node")]
+        return [warn(check_ifname_pair, f"{HCCL} and {GLOO} are unset: HCCL and Gloo pick a default interface, "
+                     "which can differ from the cluster network (docs/field-reports.md: HCCL error code 9)", FIX_PAIR)]
     if bool(hccl) != bool(gloo):
-        have, missing = ("HCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME") if hccl else ("GLOO_SOCKET_IFNAME", "HCCL_SOCKET_IFNAME")
-        found.append(error(pair, f"{have} is set ({hccl or gloo!r}) but {missing} is not: "
-                           "the other library picks its own interface (docs/field-reports.md: Gloo connectFullMesh failed)",
-                           FIX_PAIR))
-    if hccl:
-        hsel = hccl_selected(hccl, names)
-        found.append(_judge_selected("network.hccl_socket_ifname", "HCCL_SOCKET_IFNAME", hccl, hsel, interfaces, nnodes))
-    if gloo:
-        gsel = gloo_selected(gloo, names)
-        found.append(_judge_selected("network.gloo_socket_ifname", "GLOO_SOCKET_IFNAME", gloo, gsel, interfaces, nnodes))
-    if hccl and gloo:
-        if set(hsel) != set(gsel):
-            found.insert(0, error(pair, f"HCCL_SOCKET_IFNAME={hccl!r} selects {hsel or 'nothing'} but "
-                                  f"GLOO_SOCKET_IFNAME={gloo!r} selects {gsel or 'nothing'}", FIX_PAIR))
-        else:
-            found.insert(0, ok(pair, f"HCCL and Gloo use the same interface(s): {', '.join(hsel)}"))
-    return found
+        have, missing = (HCCL, GLOO) if hccl else (GLOO, HCCL)
+        return [error(check_ifname_pair, f"{have} is set ({hccl or gloo!r}) but {missing} is not: the other "
+                      "library picks its own interface (docs/field-reports.md: Gloo connectFullMesh failed)", FIX_PAIR)]
+    why = disagreement(hccl, gloo, interfaces)
+    if why:
+        return [error(check_ifname_pair, why, FIX_PAIR)]
+    return [ok(check_ifname_pair, f"HCCL and Gloo use the same interface(s): {', '.join(hccl_selected(hccl, interfaces))}")]
+
+
+def check_hccl_ifname(env, interfaces, nnodes=None) -> list:
+    value = env.get(HCCL, "")
+    if not value:
+        return []  # the pair check says it is unset
+    return [_judge_selected(check_hccl_ifname, HCCL, value, hccl_selected(value, interfaces), interfaces, nnodes)]
+
+
+def check_gloo_ifname(env, interfaces, nnodes=None) -> list:
+    value = env.get(GLOO, "")
+    if not value:
+        return []
+    return [_judge_selected(check_gloo_ifname, GLOO, value, gloo_selected(value, interfaces), interfaces, nnodes)]
+
+
+def check_socket_ifnames(env, interfaces, nnodes=None) -> list:
+    """The three interface checks above, in the table's order (scripts/hccl_check.py prints them)."""
+    return (check_ifname_pair(env, interfaces, nnodes) + check_hccl_ifname(env, interfaces, nnodes)
+            + check_gloo_ifname(env, interfaces, nnodes))
 
 
 def check_if_ip(env, interfaces) -> list:
     value = env.get("HCCL_IF_IP", "")
-    check = "network.hccl_if_ip"
+    check = check_if_ip
     if not value:
         return [ok(check, "HCCL_IF_IP unset (HCCL derives the host IP from the interface)")]
     try:
@@ -141,32 +130,3 @@ def check_if_ip(env, interfaces) -> list:
         return [error(check, f"HCCL_IF_IP={value} is not an address of this node",
                       "set HCCL_IF_IP per node to that node's own IP (or unset it)")]
     return [ok(check, f"HCCL_IF_IP={value} belongs to this node")]
-
-
-def ephemeral_port_range(path="/proc/sys/net/ipv4/ip_local_port_range"):
-    try:
-        with open(path) as fh:
-            low, high = (int(x) for x in fh.read().split()[:2])
-        return low, high
-    except (OSError, ValueError):
-        return None
-
-
-def check_port_base(env, port_range=None) -> list:
-    """HCCL_IF_BASE_PORT: first of the 16 host ports HCCL listens on (default 60000; 1024-65520)."""
-    check = "hccl.if_base_port"
-    value = env.get("HCCL_IF_BASE_PORT", "")
-    if not value:
-        return [ok(check, "HCCL_IF_BASE_PORT unset (HCCL default 60000)")]
-    try:
-        base = int(value)
-    except ValueError:
-        return [error(check, f"HCCL_IF_BASE_PORT={value!r} is not an integer", "set a port number such as 60000, or unset it")]
-    if not 1024 <= base <= 65520:
-        return [error(check, f"HCCL_IF_BASE_PORT={base} is outside 1024-65520 (a privileged port, or no room "
-                      "for HCCL's 16 ports)", "choose a base between 1024 and 65520, e.g. 60000")]
-    if port_range and port_range[0] <= base <= port_range[1]:
-        return [warn(check, f"HCCL_IF_BASE_PORT={base} lies in the kernel's ephemeral port range "
-                     f"{port_range[0]}-{port_range[1]}: an outgoing connection can take the port first",
-                     "choose a base outside net.ipv4.ip_local_port_range, or reserve it in net.ipv4.ip_local_reserved_ports")]
-    return [ok(check, f"HCCL_IF_BASE_PORT={base}")]

@@ -1,4 +1,5 @@
-"""Python, torch / torch_npu, the CANN environment, library versions and the plugin's patch status."""
+"""The software stack under a job: Python, torch / torch_npu, the CANN environment (groups python, torch,
+cann) and the plugin's own patch status (group patches). Check ids and groups: :mod:`.checks`."""
 
 import importlib.util
 import os
@@ -24,12 +25,12 @@ def release(version: str):
 def check_python(version_info=sys.version_info) -> list:
     shown = ".".join(map(str, version_info[:3]))
     if tuple(version_info[:2]) < (3, 10):
-        return [error("python", f"Python {shown}: verl and verl-ascend need 3.10 or newer",
+        return [error(check_python, f"Python {shown}: verl and verl-ascend need 3.10 or newer",
                       "use the Python 3.10/3.11 of the Ascend image (the one torch_npu was built for)")]
     if tuple(version_info[:2]) > (3, 11):
-        return [warn("python", f"Python {shown}: check that torch_npu, vllm-ascend and MindSpeed publish builds for it",
+        return [warn(check_python, f"Python {shown}: check that torch_npu, vllm-ascend and MindSpeed publish builds for it",
                      "Ascend images ship Python 3.10/3.11; use that interpreter if a wheel is missing")]
-    return [ok("python", f"Python {shown} ({sys.executable})")]
+    return [ok(check_python, f"Python {shown} ({sys.executable})")]
 
 
 def torch_npu_facts():
@@ -45,120 +46,77 @@ def torch_npu_facts():
     return version or "?", problem
 
 
-def check_torch(torch_version, npu_version, npu_problem, ascend_host) -> list:
+def check_torch(torch_version) -> list:
     if not torch_version:
-        return [error("torch", "torch is not installed", "install the torch version your torch_npu was built for")]
-    found = [ok("torch", f"torch {torch_version}")]
-    check = "torch_npu"
+        return [error(check_torch, "torch is not installed", "install the torch version your torch_npu was built for")]
+    return [ok(check_torch, f"torch {torch_version}")]
+
+
+def check_torch_npu(torch_version, npu_facts, ascend_host) -> list:
+    """npu_facts: torch_npu_facts()'s (version, import problem). Not judged without torch (its own error)."""
+    npu_version, npu_problem = npu_facts
+    if not torch_version:
+        return []
     if not npu_version:
         if ascend_host:
-            found.append(error(check, "this is an Ascend node but torch_npu is not installed",
-                               f"pip install torch-npu=={'.'.join(map(str, release(torch_version) or ()))}* (same release as torch)"))
-        else:
-            found.append(skip(check, "torch_npu not installed (not an Ascend node): NPU runtime not checked"))
-        return found
+            return [error(check_torch_npu, "this is an Ascend node but torch_npu is not installed",
+                          f"pip install torch-npu=={'.'.join(map(str, release(torch_version) or ()))}* (same release as torch)")]
+        return [skip(check_torch_npu, "torch_npu not installed (not an Ascend node): NPU runtime not checked")]
     if npu_problem:
-        found.append(error(check, f"torch_npu {npu_version} does not import: {npu_problem}", platform.CANN_FIX))
-        return found
+        return [error(check_torch_npu, f"torch_npu {npu_version} does not import: {npu_problem}", platform.CANN_FIX)]
     t, n = release(torch_version), release(npu_version)
     if t is None or n is None or t != n:
-        found.append(error(check, f"torch_npu {npu_version} does not match torch {torch_version} "
-                           "(torch_npu is built for one torch release)",
-                           f"install the torch_npu release for torch {torch_version}, or the torch release torch_npu {npu_version} needs"))
-    else:
-        found.append(ok(check, f"torch_npu {npu_version} matches torch {torch_version} and imports"))
-    return found
+        return [error(check_torch_npu, f"torch_npu {npu_version} does not match torch {torch_version} "
+                      "(torch_npu is built for one torch release)",
+                      f"install the torch_npu release for torch {torch_version}, or the torch release torch_npu {npu_version} needs")]
+    return [ok(check_torch_npu, f"torch_npu {npu_version} matches torch {torch_version} and imports")]
+
+
+def _toolkit(env, exists):
+    """(CANN home or None, problem finding or None): the toolkit the CANN variables point at."""
+    homes = {var: env.get(var, "") for var in CANN_VARS}
+    if not any(homes.values()):
+        return None, None
+    missing = [f"{var}={path}" for var, path in homes.items() if path and not exists(path)]
+    if missing:
+        return None, error(check_cann, f"CANN path does not exist: {', '.join(missing)}",
+                           "re-source the set_env.sh of an installed toolkit; " + platform.CANN_FIX)
+    return next(p for p in homes.values() if p), None
 
 
 def check_cann(env, ascend_host, exists=os.path.isdir) -> list:
-    check = "cann.env"
-    homes = {var: env.get(var, "") for var in CANN_VARS}
-    if not any(homes.values()):
+    home, problem = _toolkit(env, exists)
+    if problem:
+        return [problem]
+    if home is None:
         if ascend_host:
-            return [error(check, f"CANN environment not sourced: {' and '.join(CANN_VARS)} are unset", platform.CANN_FIX)]
-        return [skip(check, "CANN environment not sourced (not an Ascend node): toolkit not checked")]
+            return [error(check_cann, f"CANN environment not sourced: {' and '.join(CANN_VARS)} are unset", platform.CANN_FIX)]
+        return [skip(check_cann, "CANN environment not sourced (not an Ascend node): toolkit not checked")]
     found = []
-    missing = [f"{var}={path}" for var, path in homes.items() if path and not exists(path)]
-    if missing:
-        return [error(check, f"CANN path does not exist: {', '.join(missing)}",
-                      "re-source the set_env.sh of an installed toolkit; " + platform.CANN_FIX)]
-    paths = {os.path.realpath(p) for p in homes.values() if p}
+    paths = {os.path.realpath(env[v]) for v in CANN_VARS if env.get(v)}
     if len(paths) > 1:
-        found.append(warn(check, f"ASCEND_TOOLKIT_HOME and ASCEND_HOME_PATH point at different toolkits: "
+        found.append(warn(check_cann, f"ASCEND_TOOLKIT_HOME and ASCEND_HOME_PATH point at different toolkits: "
                           f"{', '.join(sorted(paths))} (leftovers of an older CANN, as in docs/field-reports.md)",
                           "uninstall the old toolkit or source only one set_env.sh in a fresh shell"))
-    home = next(p for p in homes.values() if p)
     libs = [p for p in env.get("LD_LIBRARY_PATH", "").split(":") if p]
     if not any(os.path.realpath(p).startswith(os.path.realpath(home)) for p in libs):
-        found.append(warn(check, f"LD_LIBRARY_PATH has no directory of the toolkit at {home} "
+        found.append(warn(check_cann, f"LD_LIBRARY_PATH has no directory of the toolkit at {home} "
                           "(overwritten after set_env.sh?)", "source set_env.sh last, and append to LD_LIBRARY_PATH instead of replacing it"))
-    if ascend_host and not env.get("ATB_HOME_PATH"):
-        found.append(warn("cann.nnal", "ATB_HOME_PATH unset: the NNAL/ATB environment is not sourced (vllm-ascend needs it)",
-                          "source /usr/local/Ascend/nnal/atb/set_env.sh"))
-    if not any(f.subject == check for f in found):
-        found.insert(0, ok(check, f"CANN toolkit at {home}, on LD_LIBRARY_PATH"))
-    return found
+    return found or [ok(check_cann, f"CANN toolkit at {home}, on LD_LIBRARY_PATH")]
 
 
-def check_versions(versions, ascend_host, verl_verdict=None) -> list:
-    """versions: dist name -> version or '' (verl, tensordict, vllm, vllm-ascend, mindspeed, megatron-core);
-    verl_verdict: verl_ascend.core.support's verdict on the installed verl (what `import verl` warns
-    and `status` shows), None when verl did not import (the patches group reports why)."""
-    from verl_ascend.core.support import SUPPORTED
-
-    found = []
-    verl = versions.get("verl", "")
-    if not verl:
-        found.append(error("versions.verl", "verl is not installed in this environment",
-                           f"install verl ({SUPPORTED}) into the Python that runs the trainer"))
-    elif verl_verdict and not verl_verdict["supported"]:
-        found.append(warn("versions.verl", f"verl {verl} is outside the range verl-ascend supports ({SUPPORTED}): "
-                          f"{verl_verdict['reason']}", f"install a verl in {SUPPORTED}; `verl-ascend status` "
-                          "shows which patches find their targets in this one"))
-    elif verl_verdict:
-        found.append(ok("versions.verl", f"verl {verl} (supported: {SUPPORTED})"))
-    else:
-        found.append(ok("versions.verl", f"verl {verl}"))
-    td = versions.get("tensordict", "")
-    if not td:
-        found.append(error("versions.tensordict", "tensordict is not installed (verl needs it)", "pip install 'tensordict>=0.10'"))
-    elif (release(td) or (0, 0, 0)) < (0, 10, 0) and ascend_host:
-        found.append(warn("versions.tensordict", f"tensordict {td}: its .to('cpu') does not synchronize NPU copies; "
-                          "a 128-NPU run saw the reward drop after step 50 (docs/field-reports.md)", "pip install tensordict==0.10.0"))
-    else:
-        found.append(ok("versions.tensordict", f"tensordict {td}"))
-    vllm, va = versions.get("vllm", ""), versions.get("vllm-ascend", "")
-    if not va:
-        found.append(warn("versions.vllm_ascend", "vllm-ascend not installed: rollout.name=vllm cannot use NPUs",
-                          "install the vllm-ascend release matching your vllm") if ascend_host else
-                     skip("versions.vllm_ascend", "vllm-ascend not installed (not an Ascend node)"))
-    elif not vllm:
-        found.append(error("versions.vllm_ascend", f"vllm-ascend {va} is installed but vllm is not",
-                           f"install vllm {'.'.join(map(str, release(va) or ()))}"))
-    elif release(vllm) != release(va):
-        found.append(warn("versions.vllm_ascend", f"vllm-ascend {va} is released for vllm {'.'.join(map(str, release(va) or ()))}, "
-                          f"found vllm {vllm}", "install the vllm release that vllm-ascend names, or the matching vllm-ascend"))
-    else:
-        found.append(ok("versions.vllm_ascend", f"vllm-ascend {va} with vllm {vllm}"))
-    ms, mcore = versions.get("mindspeed", ""), versions.get("megatron-core", "")
-    if ms:
-        found.append(ok("versions.mindspeed", f"MindSpeed {ms}" + (f", megatron-core {mcore}" if mcore else "")))
-    elif ascend_host and mcore:
-        found.append(warn("versions.mindspeed", f"megatron-core {mcore} without MindSpeed: the megatron strategy "
-                          "cannot run on NPU", "install MindSpeed (the branch matching your megatron-core)"))
-    else:
-        found.append(skip("versions.mindspeed", "MindSpeed not installed" + ("" if ascend_host else " (not an Ascend node)")))
-    return found
-
-
-def installed_versions() -> dict:
-    names = ("verl", "tensordict", "vllm", "vllm-ascend", "mindspeed", "megatron-core")
-    return {name: platform.installed_version(name) for name in names}
+def check_nnal(env, ascend_host, exists=os.path.isdir) -> list:
+    """Judged only once a toolkit is sourced and exists (cann.env says so otherwise)."""
+    home, problem = _toolkit(env, exists)
+    if home is None or problem or not ascend_host or env.get("ATB_HOME_PATH"):
+        return []
+    return [warn(check_nnal, "ATB_HOME_PATH unset: the NNAL/ATB environment is not sourced (vllm-ascend needs it)",
+                 "source /usr/local/Ascend/nnal/atb/set_env.sh")]
 
 
 def check_patches(report) -> list:
     """Judge verl_ascend.core.status.collect()'s report."""
-    check = "plugin.patches"
+    check = check_patches
     if not report["plugin"]["active"]:
         return [warn(check, "verl-ascend is switched off (VERL_ASCEND=0): no NPU fixes are applied",
                      "unset VERL_ASCEND (or set it to 1)")]

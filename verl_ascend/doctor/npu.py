@@ -1,4 +1,5 @@
-"""NPUs seen by the driver (``npu-smi info``) and their device IPs (``/etc/hccn.conf``)."""
+"""NPUs seen by the driver (``npu-smi info``) and their device IPs (``/etc/hccn.conf``): group npu (with
+:mod:`.board_probe`). Check ids and groups: :mod:`.checks`."""
 
 import dataclasses
 import ipaddress
@@ -130,32 +131,32 @@ def _hbm(dies, word) -> str:
     return f"{' / '.join(map(str, sizes))} MB HBM per {word}"
 
 
-def check_npu_smi(result, expected=None, chip_map_layout=None) -> list:
-    """Devices, health per die and the platform. `expected`: ranks per node asked for (None: the profile's)."""
+def _read_smi(result, chip_map_layout):
+    """(dies, profile, problem finding) of an `npu-smi info` result: problem is the npu.devices
+    finding when there is nothing to judge (no npu-smi, it failed, it lists no NPU)."""
     from ..core.profiles import PROFILES
 
-    check = "npu.devices"
     if result is None:
-        return [skip(check, "npu-smi is not on PATH: device count and health not checked (no NPU driver here)",
-                     "on an Ascend node, add /usr/local/sbin (or the driver's tools dir) to PATH")]
+        return None, None, skip(check_devices, "npu-smi is not on PATH: device count and health not checked "
+                                "(no NPU driver here)", "on an Ascend node, add /usr/local/sbin (or the driver's tools dir) to PATH")
     code, text = result
     if code != 0:
         first = (text.strip().splitlines() or ["no output"])[-1]
-        return [error(check, f"`npu-smi info` failed (exit {code}): {first}",
-                      "check the NPU driver (`lsmod | grep drv_davinci`, dmesg) and that the container sees /dev/davinci*")]
+        return None, None, error(check_devices, f"`npu-smi info` failed (exit {code}): {first}",
+                                 "check the NPU driver (`lsmod | grep drv_davinci`, dmesg) and that the container sees /dev/davinci*")
     layout, dies = parse_dies(text)
     if not dies:
-        return [error(check, "`npu-smi info` lists no NPU", "check the driver install and the container's device mounts")]
-    profile = PROFILES[node_profile(chip_map_layout or layout, dies)]
+        return None, None, error(check_devices, "`npu-smi info` lists no NPU",
+                                 "check the driver install and the container's device mounts")
+    return dies, PROFILES[node_profile(chip_map_layout or layout, dies)], None
+
+
+def check_devices(result, expected=None, chip_map_layout=None) -> list:
+    """Rank devices and HBM. `expected`: ranks per node asked for (None: the profile's)."""
+    dies, profile, problem = _read_smi(result, chip_map_layout)
+    if problem:
+        return [problem]
     word = profile.rank_word
-    found = [ok("npu.platform", f"{profile.name}: {profile.title} (from npu-smi); a rank is one {word}; "
-                f"plan with `verl-ascend check --device {profile.name}`")]
-    bad = [f"{d.label} ({d.health})" for d in dies if d.health.upper() != "OK"]
-    if bad:
-        found.append(error("npu.health", f"unhealthy: {', '.join(bad)}",
-                           "see `npu-smi info -t health -i <NPU> -c <chip>`; reset or replace the card before training"))
-    else:
-        found.append(ok("npu.health", f"all {len(dies)} {word}s report health OK"))
     names = ", ".join(sorted({d.name for d in dies}))
     cards = len({d.npu for d in dies})
     shape = f" dies ({cards} cards x {len(dies) // cards}), one rank each" if word == "die" else ""
@@ -163,11 +164,34 @@ def check_npu_smi(result, expected=None, chip_map_layout=None) -> list:
     want = expected or profile.ranks_per_node
     if len(dies) != want:
         source = "--npus-per-node" if expected else f"a full {profile.name} node"
-        found.insert(0, warn(check, f"{summary}; {source} has {want}",
-                             "check the container's device mounts (--device /dev/davinciN) or pass --npus-per-node"))
-    else:
-        found.insert(0, ok(check, summary))
-    return found
+        return [warn(check_devices, f"{summary}; {source} has {want}",
+                     "check the container's device mounts (--device /dev/davinciN) or pass --npus-per-node")]
+    return [ok(check_devices, summary)]
+
+
+def check_platform(result, chip_map_layout=None) -> list:
+    dies, profile, problem = _read_smi(result, chip_map_layout)
+    if problem:
+        return []  # npu.devices says why
+    return [ok(check_platform, f"{profile.name}: {profile.title} (from npu-smi); a rank is one {profile.rank_word}; "
+               f"plan with `verl-ascend check --device {profile.name}`")]
+
+
+def check_health(result, chip_map_layout=None) -> list:
+    dies, profile, problem = _read_smi(result, chip_map_layout)
+    if problem:
+        return []  # npu.devices says why
+    bad = [f"{d.label} ({d.health})" for d in dies if d.health.upper() != "OK"]
+    if bad:
+        return [error(check_health, f"unhealthy: {', '.join(bad)}",
+                      "see `npu-smi info -t health -i <NPU> -c <chip>`; reset or replace the card before training")]
+    return [ok(check_health, f"all {len(dies)} {profile.rank_word}s report health OK")]
+
+
+def check_npu_smi(result, expected=None, chip_map_layout=None) -> list:
+    """The three npu-smi checks above, in the table's order."""
+    return (check_devices(result, expected, chip_map_layout) + check_platform(result, chip_map_layout)
+            + check_health(result, chip_map_layout))
 
 
 def ranks_and_profile(result, chip_map_layout=None):
@@ -221,7 +245,7 @@ def same_subnet_dies(addresses, netmasks) -> tuple:
 
 
 def check_hccn_conf(path, text, npu_count=None, ascend_host=False, profile=None) -> list:
-    check = "npu.hccn_conf"
+    check = check_hccn_conf
     if text is None:
         if ascend_host:
             return [warn(check, f"{path} not found: device (RoCE) IPs are not configured, multi-node HCCL cannot connect",

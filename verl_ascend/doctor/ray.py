@@ -1,4 +1,4 @@
-"""The Ray cluster this node belongs to, when its head runs here: NPU resources vs the plan.
+"""The Ray cluster this node belongs to, when its head runs here: NPU resources vs the plan (group ray).
 
 Only a head on this node is contacted (an address of one of this host's interfaces); a worker
 node's doctor says to run it on the head instead of talking to another host.
@@ -72,7 +72,7 @@ def probe(address: str, timeout: float):
 
 def check_ray(address, how, local_ips, nnodes, npus_per_node, timeout=60.0, basis="") -> list:
     """`basis`: where npus_per_node comes from (the detected platform's profile, or --npus-per-node)."""
-    check = "ray.cluster"
+    check = check_ray
     if address is None:
         return [skip(check, f"Ray cluster not checked ({how})",
                      "run doctor on the head node after `ray start`, with --nnodes N, to compare NPU resources")]
