@@ -20,7 +20,9 @@ if [ -z "${SOCKET_IFNAME:-}" ]; then
 fi
 export HCCL_SOCKET_IFNAME=${HCCL_SOCKET_IFNAME:-$SOCKET_IFNAME}
 export GLOO_SOCKET_IFNAME=${GLOO_SOCKET_IFNAME:-$SOCKET_IFNAME}
-if [ "$HCCL_SOCKET_IFNAME" != "$GLOO_SOCKET_IFNAME" ]; then
+# HCCL reads "=eth0" as exactly eth0 (Gloo takes a name as is): the same interface. Which interfaces a
+# prefix or a "^" exclusion selects is judged on the node by `verl-ascend doctor` (core/ifname.py).
+if [ "${HCCL_SOCKET_IFNAME#=}" != "$GLOO_SOCKET_IFNAME" ]; then
   echo "a2_env.sh: warning: HCCL_SOCKET_IFNAME=$HCCL_SOCKET_IFNAME differs from GLOO_SOCKET_IFNAME=$GLOO_SOCKET_IFNAME; set both to the same interface (SOCKET_IFNAME=...)" >&2
 fi
 

@@ -254,11 +254,12 @@ def test_cpu_machine_says_what_it_could_not_check_and_json_is_stable(tmp_path):
     args = ("--json", "--skip", "patches", "--hccn-conf", str(tmp_path / "absent.conf"))
     proc = doctor(*args[:3], "--ray-address", "auto", env=env)  # default /etc/hccn.conf may be absent here
     data = report(proc)
-    assert sorted(data) == ["context", "findings", "schema", "summary"]
-    assert data["schema"] == 2
-    assert all(sorted(f) == ["code", "fix", "keys", "message", "severity", "subject"] for f in data["findings"])
-    assert sorted(data["summary"]) == ["error", "exit_code", "info", "ok", "skip", "warning"]
-    assert data["summary"]["exit_code"] == proc.returncode
+    assert sorted(data) == ["command", "context", "exit_code", "findings", "schema", "summary"]
+    assert data["schema"] == 3 and data["command"] == "doctor"
+    assert all(sorted(f) == ["code", "details", "fix", "keys", "message", "severity", "sources", "subject", "where"]
+               for f in data["findings"])
+    assert sorted(data["summary"]) == ["error", "info", "ok", "skip", "warning"]
+    assert data["exit_code"] == proc.returncode
     skipped = {f["subject"] for f in data["findings"] if f["severity"] == "skip"}
     assert {"torch_npu", "cann.env", "npu.devices", "ray.cluster"} <= skipped
     again = doctor(*args[:3], "--ray-address", "auto", env=env)

@@ -45,8 +45,10 @@ def findings(report, rule=None, severity=None):
 
 def test_text_report_lists_what_was_skipped():
     from verl_ascend.check.render import text
+    from verl_ascend.check.report import Report
 
-    out = text({"recipe": "r.sh", "skipped": ["pkill -9 python", "rm -rf /tmp/ray"], "findings": [], "exit_code": 0})
+    device = {"profile": "a2", "title": "Atlas 800T A2", "per": "NPU", "rank_gb": 64}
+    out = text(Report(recipe="r.sh", device=device, skipped=["pkill -9 python", "rm -rf /tmp/ray"]))
     assert "skipped (not run): pkill -9 python; rm -rf /tmp/ray" in out
 
 

@@ -16,7 +16,9 @@ VERSIONS = sorted({d.version for d in VERL_DIFFS})
 def check(*args):
     proc = run_cli("patches", "check", "--json", *args, timeout=120)
     assert proc.returncode in (0, 1), proc.stderr
-    return proc.returncode, {r["project"]: r for r in json.loads(proc.stdout)}
+    data = json.loads(proc.stdout)
+    assert data["command"] == "patches check" and data["exit_code"] == proc.returncode, data
+    return proc.returncode, {r["project"]: r for r in data["trees"]}
 
 
 def states(report):

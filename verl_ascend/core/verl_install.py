@@ -24,10 +24,9 @@ def package_dir():
 
 
 def version() -> str:
-    try:
-        return importlib.metadata.version("verl")
-    except importlib.metadata.PackageNotFoundError:
-        return "?"
+    from verl_ascend.core import platform
+
+    return platform.installed_version("verl") or "?"
 
 
 def extra_providing(dist: str):
