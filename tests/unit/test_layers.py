@@ -90,12 +90,11 @@ def test_every_subpackage_has_a_layer():
 def test_startup_table_matches_the_patch_records():
     from verl_ascend.core import activation
 
-    records = activation.records()
+    records = activation.records()  # each from the module the table names: a missing record fails here
     assert [r.name for r in records] == list(activation.PATCHES)
     for record in records:
-        module, targets = activation.PATCHES[record.name]
+        _, targets = activation.PATCHES[record.name]
         assert tuple(record.targets) == targets, record.name
-        assert importlib.import_module(module) is not None
 
 
 @pytest.mark.parametrize("name", [n for n in __import__("verl_ascend.core.activation", fromlist=["x"]).PATCHES])
@@ -124,3 +123,23 @@ def test_ci_runs_exactly_the_readmes_test_command():
     assert len(commands) == 2, commands  # set up + main job, then the tests
     ci = [line for line in (PKG.parent / ".ci" / "run").read_text().splitlines() if line.startswith("dev/")]
     assert ci == [commands[1]]
+
+
+def test_every_command_module_is_argparse_and_one_run():
+    # the one convention: register(sub) declares the arguments, run(args) -> int calls the feature's run
+    import argparse
+
+    from verl_ascend import cli
+
+    for name in cli.COMMANDS:
+        path = PKG / "commands" / f"{name}.py"
+        module = importlib.import_module(f"verl_ascend.commands.{name}")
+        assert callable(getattr(module, "register", None)) and callable(getattr(module, "run", None)), name
+        assert len(path.read_text().splitlines()) <= 80, f"commands/{name}.py is over 80 lines: the work belongs in its feature"
+        sub = argparse.ArgumentParser().add_subparsers()
+        module.register(sub)
+        parsers = list(sub.choices.values())
+        leaves = [p for p in parsers if not p._subparsers] + [c for p in parsers if p._subparsers
+                                                               for a in p._subparsers._group_actions
+                                                               for c in a.choices.values()]
+        assert leaves and all(p.get_default("func") is module.run for p in leaves), name

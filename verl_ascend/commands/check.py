@@ -27,10 +27,10 @@ def register(sub) -> None:
     p.add_argument("--device", choices=sorted(PROFILES), default=DEFAULT,
                    help="what one rank runs on: " + "; ".join(f"{k} = {v.title}" for k, v in PROFILES.items())
                    + f" (default {DEFAULT}); memory figures are per card, or per die on a3")
-    p.set_defaults(func=main)
+    p.set_defaults(func=run)
 
 
-def main(args) -> int:
+def run(args) -> int:
     from verl_ascend.check.report import check
 
     report = check(args.recipe, args.sets, args.verl_src, device=args.device)  # BadInput: cli.main, exit 2

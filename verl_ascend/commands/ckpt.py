@@ -38,7 +38,7 @@ def register(sub) -> None:
     c.add_argument("dir", metavar="DIR", help="trainer.default_local_dir of the run (holds global_step_N/)")
     c.add_argument("--recipe", metavar="RECIPE.sh", help="the launch script that will resume (read, never run)")
     c.add_argument("--json", action="store_true", help="print the report as one JSON object")
-    c.set_defaults(func=main)
+    c.set_defaults(func=run)
     s = what.add_parser("sync", help="copy what a resume needs to every node (non-shared storage), then check each",
                         description=_SYNC_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
     s.add_argument("dir", metavar="DIR", help="trainer.default_local_dir, absolute, the same path on every node")
@@ -56,16 +56,14 @@ def register(sub) -> None:
     s.add_argument("--progress", action="store_true", help="show rsync's progress even when stderr is not a "
                    "terminal (it is shown on a terminal)")
     s.add_argument("--json", action="store_true", help="print the plan and the re-check as one JSON object")
-    s.set_defaults(func=sync_main)
+    s.set_defaults(func=run)
 
 
-def main(args) -> int:
+def run(args) -> int:
+    if args.ckpt_command == "sync":
+        from verl_ascend.ckpt import sync
+
+        return sync.run(args)
     from verl_ascend.ckpt import report
 
     return report.run(args.dir, args.recipe, as_json=args.json)  # BadInput: cli.main, exit 2
-
-
-def sync_main(args) -> int:
-    from verl_ascend.ckpt import sync
-
-    return sync.run(args)

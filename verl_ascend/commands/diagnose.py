@@ -1,7 +1,7 @@
 """`verl-ascend diagnose PATH... [--json]`: the first failing rank, the cause and the fix, from a failed run's logs."""
 
 
-def _run(args) -> int:
+def run(args) -> int:
     from verl_ascend.diagnose import report
 
     return report.run(args.paths, as_json=args.json)  # scan.BadInput: cli.main, exit 2
@@ -29,4 +29,4 @@ def register(sub) -> None:
     p.add_argument("--json", action="store_true",
                    help="print one JSON object (the envelope every command prints: schema, command, exit_code, "
                    "findings; then files, lines, first_failure, ...)")
-    p.set_defaults(func=_run)
+    p.set_defaults(func=run)

@@ -4,7 +4,7 @@ from verl_ascend.commands._args import positive_int
 from verl_ascend.logs import report
 
 
-def _run(args) -> int:
+def run(args) -> int:
     return report.run(args.logfiles, args.csv, args.plot, args.world_size, args.samples_per_step,
                       as_json=args.json)  # BadInput: cli.main, exit 2
 
@@ -31,4 +31,4 @@ def register(sub) -> None:
                    help="train_batch_size x rollout.n, for logs without perf/total_num_tokens")
     p.add_argument("--json", action="store_true", help="print the last step, the health flags and the files written "
                    "as one JSON object (the envelope every command prints)")
-    p.set_defaults(func=_run)
+    p.set_defaults(func=run)

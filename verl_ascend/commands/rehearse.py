@@ -4,7 +4,7 @@ from verl_ascend.commands._args import positive_int
 from verl_ascend.rehearse import rehearsal
 
 
-def _run(args) -> int:
+def run(args) -> int:
     return rehearsal.run(args)  # its RehearseError is bad input: cli.main says it and exits 2
 
 
@@ -37,4 +37,4 @@ def register(sub) -> None:
                    help="environment for reading the recipe (e.g. --env MODEL_PATH=/models/Qwen2.5-7B-Instruct)")
     p.add_argument("--timeout", type=positive_int, default=900, metavar="S",
                    help="seconds per main_ppo run before it is ended (default 900)")
-    p.set_defaults(func=_run)
+    p.set_defaults(func=run)

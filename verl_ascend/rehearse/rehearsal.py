@@ -24,6 +24,10 @@ RESPONSE_LENGTH = 16
 N_RESP = 2
 
 
+class ConvertFailed(Exception):
+    """Our converter failed on the rehearsal's tiny model: the rehearsal fails (exit 1) with its last lines."""
+
+
 class RehearseError(findings.BadInput):
     """Bad input or an unsupported environment: exit 2 with this message."""
 
@@ -226,7 +230,7 @@ def convert_tiny_model(model_dir: Path, output: str) -> None:
                            "--output_path", output], env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True)
     if proc.returncode != 0:
         tail = (proc.stderr or proc.stdout).strip().splitlines()[-5:]
-        raise RuntimeError(f"verl-ascend convert of the tiny model failed (exit {proc.returncode}): " + " | ".join(tail))
+        raise ConvertFailed(f"verl-ascend convert of the tiny model failed (exit {proc.returncode}): " + " | ".join(tail))
 
 
 def run(options) -> int:
@@ -302,7 +306,7 @@ def _rehearse(options, recipe, launch, out, ckpt_dir, work, model_dir, started) 
     if plan_mod.is_megatron(launch.config_name, overrides):
         try:
             megatron = _megatron(overrides, nproc, built, model_dir, work)
-        except RuntimeError as exc:
+        except ConvertFailed as exc:
             print(f"verl-ascend rehearse: {exc}", file=sys.stderr)
             return 1
     the_plan = plan_mod.build(launch.config_name, list(launch.overrides), model_dir=str(model_dir), train_file=train,
