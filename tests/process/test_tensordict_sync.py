@@ -131,5 +131,6 @@ def test_status_on_an_ascend_host_says_what_each_runtime_fix_did():
     assert status["tensordict_sync"]["verl"] == [out["state"], out["detail"]]
     assert status["torch_npu_save"]["torch_npu"] == [
         "not applicable", "fixed in this torch_npu 2.13.0: its save does not swap UntypedStorage.nbytes"]
-    assert status["mindspeed"]["verl"][0] == "applied"  # MindSpeed (the double) is installed
+    # MindSpeed (the double) is installed: the gate on verl armed the steps on megatron and verl's workers
+    assert status["mindspeed"]["verl"][0] == "watching"
     assert "watching megatron" in status["mindspeed"]["verl"][1]

@@ -143,3 +143,12 @@ def test_every_command_module_is_argparse_and_one_run():
                                                                for a in p._subparsers._group_actions
                                                                for c in a.choices.values()]
         assert leaves and all(p.get_default("func") is module.run for p in leaves), name
+
+
+def test_test_files_have_unique_names():
+    # pytest imports test files by their basename (rootdir-relative, no packages): a name used in two
+    # folders fails collection in the full run while each folder alone passes
+    names = {}
+    for path in sorted((PKG.parent / "tests").rglob("test_*.py")):
+        names.setdefault(path.name, []).append(str(path.relative_to(PKG.parent)))
+    assert {n: p for n, p in names.items() if len(p) > 1} == {}
