@@ -33,8 +33,15 @@ def _cases(tmp):
         "convert": (["convert", "--hf_model_path", missing, "--output_path", str(tmp / "out")], missing),
         "gsm8k": (["gsm8k", "--sample", "--local_dataset_path", missing], "--sample and --local_dataset_path"),
         "patches check": (["patches", "check", "--source", missing], missing),
-        "rehearse": (["rehearse", missing], missing),
+        # a verl without a platform registry (0.5-0.8) is refused first, by name, before the recipe is read
+        "rehearse": (["rehearse", missing], missing if _rehearsal_supported() else "no platform registry"),
     }
+
+
+def _rehearsal_supported() -> bool:
+    from verl_ascend.rehearse import rehearsal
+
+    return not rehearsal.support_problem()
 
 
 IDS = ["status --patch", "check recipe", "check --set", "check --verl-src", "doctor --hccn-conf", "logs file",
