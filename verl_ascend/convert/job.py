@@ -60,10 +60,12 @@ def _run(options) -> int:
     from verl_ascend.convert import requirements
     from verl_ascend.convert.hf_source import ConvertError, Layout, check_layout, inspect
 
-    requirements.check()  # megatron-core / mbridge able to convert, before anything is read or written
+    # The input first (config.json and the safetensors headers, read in well under a second): a wrong path is
+    # named before megatron-core and mbridge are imported (~10 CPU-s), and before anything is written.
     ckpt = inspect(options.hf_model_path)
     layout = Layout(options.tp, options.pp, options.ep, int(os.environ.get("WORLD_SIZE", "1")))
     check_layout(ckpt, layout)
+    requirements.check()  # megatron-core / mbridge able to convert, before the output path is touched
     from verl_ascend.convert import runtime
 
     device, backend = runtime.choose_device()
