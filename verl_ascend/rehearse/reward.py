@@ -6,9 +6,11 @@ advantages are all 0, and ``grad_norm`` is 0: a working update cannot be told fr
 How: a file written into the run folder and named as ``reward.custom_reward_function`` calls the
 recipe's function (its ``custom_reward_function.path``/``name``, or verl's
 ``default_compute_score`` when the recipe has none) with every argument verl passes, so its faults
-surface as they would on the cluster, then adds ``TERM`` x (crc32 of the response mod 2): a
-deterministic coin per response. A dict result gets the term on ``score`` (and on ``acc``, which
-DAPO's group filter reads); the term itself is reported as ``rehearsal_term``.
+surface as they would on the cluster, then adds ``TERM`` x (crc32 of the response mod 1000) / 999: a
+deterministic value per response. Two different responses of a group tie with odds 1/1000; a coin
+(crc32 mod 2) tied every group of a 4-prompt, 2-response batch one step in 16, and grad_norm read 0
+(CI, 2026-12-01). A dict result gets the term on ``score`` (and on ``acc``, which DAPO's group filter
+reads); the term itself is reported as ``rehearsal_term``.
 With DAPO's group filter on, the term is added only to prompts whose ground truth hashes even: the
 other half keep the recipe's constant score and are certain to be filtered out (evicted and
 refilled), so the filter is exercised by construction rather than by chance.
@@ -45,7 +47,7 @@ def _recipe_fn():
 
 def compute_score(data_source, solution_str, ground_truth, extra_info=None, **kwargs):
     result = _recipe_fn()(data_source, solution_str, ground_truth, extra_info=extra_info, **kwargs)
-    term = TERM * (zlib.crc32(str(solution_str).encode()) % 2)
+    term = TERM * (zlib.crc32(str(solution_str).encode()) % 1000) / 999
     if HALF and zlib.crc32(str(ground_truth).encode()) % 2:
         term = 0.0
     if isinstance(result, dict):
@@ -67,7 +69,7 @@ def write(folder: Path, recipe_path: str = "", recipe_name: str = "compute_score
     tmp.write_text(_TEMPLATE.format(path=recipe_path or "", name=recipe_name or "compute_score", term=TERM, half=bool(filtered)))
     tmp.replace(target)
     own = f"{recipe_path}:{recipe_name}" if recipe_path else "verl's default_compute_score (the recipe sets none)"
-    return str(target), (f"reward: the recipe's ({own}) + a rehearsal-only {TERM} x (crc32(response) mod 2), "
+    return str(target), (f"reward: the recipe's ({own}) + a rehearsal-only {TERM} x (crc32(response) mod 1000) / 999, "
                          "so rewards vary inside each group and GRPO/DAPO have advantages"
                          + ("; with DAPO's group filter only for prompts whose ground truth hashes even, so the "
                             "others are filtered out for certain" if filtered else "") + " (rehearsal_reward.py)")

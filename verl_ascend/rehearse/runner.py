@@ -114,19 +114,22 @@ def pid_namespace(pid: int) -> str:
 
 
 def _child_namespace(unshare_pid: int, timeout: float = 30.0) -> str:
-    """The PID namespace of unshare's child (main_ppo), once it exists."""
+    """The PID namespace unshare made for main_ppo, read from unshare itself.
+
+    ``/proc/<unshare>/ns/pid_for_children`` names the new namespace from unshare's ``unshare(CLONE_NEWPID)``
+    on, before its child exists, for as long as unshare lives (until the namespace's last process ended).
+    Looking for the child instead missed a child that started and exited while this process was not
+    scheduled (a loaded host): the run then had no namespace to check."""
     own = pid_namespace(unshare_pid)
     deadline = time.time() + timeout
     while time.time() < deadline:
         try:
-            children = Path(f"/proc/{unshare_pid}/task/{unshare_pid}/children").read_text().split()
+            ns = os.readlink(f"/proc/{unshare_pid}/ns/pid_for_children")
         except OSError:
-            return ""
-        for child in children:
-            ns = pid_namespace(int(child))
-            if ns and ns != own:
-                return ns
-        time.sleep(0.05)
+            return ""  # unshare has ended: its namespace is gone with it
+        if own and ns != own:
+            return ns
+        time.sleep(0.01)
     return ""
 
 
