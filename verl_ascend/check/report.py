@@ -9,7 +9,7 @@ import sys
 from verl_ascend.core import findings as _findings
 from verl_ascend.core import profiles
 from verl_ascend.core.findings import ERROR, INFO, exit_code, finding
-from verl_ascend.recipe import compose, extract, model_facts, sandbox
+from verl_ascend.recipe import compose, extract, model_facts
 from verl_ascend.recipe.layout import ARR, BadValue, get, rollout_layout, train_layout, world_size
 
 from . import rules, trainer_path, verl_checks
@@ -32,7 +32,7 @@ def _verl_features() -> tuple:
 
 
 class BadCheckInput(_findings.BadInput):
-    """No recipe file, a bad --set or --verl-src, no verl or no sandbox here: nothing of the recipe runs."""
+    """No recipe file, a bad --set or --verl-src, no verl here: nothing of the recipe runs."""
 
 
 @dataclasses.dataclass
@@ -136,13 +136,10 @@ def _offline():
 
 
 def check(script: str, sets=(), verl_src=None, device: str = profiles.DEFAULT) -> Report:
-    """The report on one recipe; bad input (and no sandbox on this host) raises :class:`BadCheckInput`."""
+    """The report on one recipe; bad input raises :class:`BadCheckInput`, no sandbox on this host `sandbox.Unavailable`."""
     _refuse_bad_input(script, sets, verl_src)
     with _offline():
-        try:
-            return _run_check(script, sets, verl_src, device)
-        except sandbox.Unavailable as exc:  # this host, not the recipe: nothing was run
-            raise BadCheckInput(str(exc)) from None
+        return _run_check(script, sets, verl_src, device)  # no sandbox here: sandbox.Unavailable, a BadInput
 
 
 def run_check(script: str, sets=(), verl_src=None, device: str = profiles.DEFAULT) -> dict:
@@ -158,7 +155,7 @@ def _run_check(script, sets, verl_src, device) -> Report:
     if verl_src:
         env_overrides["VERL_SRC"] = str(verl_src)
     # without a tree the shipped DAPO recipes call verl's main_ppo and pick its reward keys themselves
-    got = extract.extract(script, env_overrides)  # raises sandbox.Unavailable: the caller refuses
+    got = extract.extract(script, env_overrides)  # raises sandbox.Unavailable (bad input): nothing ran
     launch, found = got.launch, list(got.findings)
     report.skipped = got.skipped
     if launch is None:

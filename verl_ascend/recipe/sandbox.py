@@ -28,6 +28,8 @@ import shutil
 import subprocess
 from pathlib import Path
 
+from verl_ascend.core.findings import BadInput
+
 # Step 1, run by bash inside `unshare`: give each listed host directory a throw-away writable view
 # at $scratch/m<i> (an overlay: the host files below, writes into a tmpfs above), then exec bwrap,
 # which binds each view over its host path. The host paths themselves are never covered here, so
@@ -63,8 +65,9 @@ FIX = ("install bubblewrap (Debian/Ubuntu: apt install bubblewrap; RHEL/openEule
        "a machine that has both, e.g. a laptop or a CI runner")
 
 
-class Unavailable(RuntimeError):
-    """No safe way to run a recipe here; the message names the fix."""
+class Unavailable(BadInput, RuntimeError):
+    """No safe way to run a recipe here; the message names the fix. Bad input for every tool that reads
+    recipes (check, rehearse): ``cli.main`` says it and exits 2, nothing of the recipe ran."""
 
 
 def tools() -> tuple:
