@@ -4,6 +4,8 @@ docs/field-reports.md#235b-throughput-formulas)."""
 
 import os
 
+from verl_ascend.core.findings import BadInput
+
 REWARD_KEYS = ("critic/rewards/mean", "critic/score/mean")
 LENGTH_KEYS = ("response_length/mean", "response_length/max")
 # top-level phases timed inside timing_s/step by verl's trainer (gen includes generate_sequences and reshard)
@@ -17,7 +19,7 @@ DPI = 100
 FORMATS = (".png", ".pdf", ".svg")  # matplotlib writes each natively; the name's suffix picks one
 
 
-class PlotUnavailable(RuntimeError):
+class PlotUnavailable(BadInput, RuntimeError):
     pass
 
 
