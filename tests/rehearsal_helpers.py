@@ -28,6 +28,12 @@ def rehearse(out: Path, *extra, recipe=RECIPE, timeout=RUN_TIMEOUT, env=None):
                           env=env or clean_env(), cwd=str(out.parent), capture_output=True, text=True, timeout=timeout)
 
 
+def logs_tail(out: Path, chars: int = 6000) -> str:
+    """The end of each console log of a rehearsal (the temporary folder is gone when the assertion is read)."""
+    parts = [f"\n--- {log.name}:\n" + log.read_text(errors="replace")[-chars:] for log in sorted(out.glob("console*.log"))]
+    return "".join(parts) or "\n(no console log)"
+
+
 def steps(log: Path) -> dict:
     found = {}
     for line in log.read_text(errors="replace").splitlines():

@@ -16,7 +16,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from rehearsal_helpers import SUPPORTED, VERL, assert_nothing_left, namespaces, needs_09, rehearse, steps
+from rehearsal_helpers import SUPPORTED, VERL, assert_nothing_left, logs_tail, namespaces, needs_09, rehearse, steps
 from subproc import clean_env, run_cli, run_python
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -106,7 +106,7 @@ def test_rehearsal_of_a_shipped_megatron_grpo_recipe_trains_saves_and_resumes_on
         env = clean_env(fake_npu=True, FAKE_NPU_COUNT=0, FAKE_MINDSPEED_LOG=log_file)
         option = f"++actor_rollout_ref.actor.megatron.override_transformer_config.{MINDSPEED_OPTION}=True"
         proc = rehearse(out, "--nproc", "2", "--steps", "1", "--override", option, env=env)
-        assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
+        assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:] + logs_tail(out)
         changes = (out / "changes.txt").read_text()
         assert "trainer.use_v1=True" in changes  # the recipe's (verl's default) trainer path
         assert "FSDP" not in changes and "ppo_megatron_trainer ->" not in changes, changes

@@ -10,7 +10,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from rehearsal_helpers import DAPO_RECIPE, MAIN_PPO_TIMEOUT, RUN_TIMEOUT, SUPPORTED, assert_nothing_left, needs_09, steps
+from rehearsal_helpers import (DAPO_RECIPE, MAIN_PPO_TIMEOUT, RUN_TIMEOUT, SUPPORTED, assert_nothing_left, logs_tail,
+                               needs_09, steps)
 from subproc import clean_env, run_cli
 
 
@@ -18,12 +19,16 @@ from subproc import clean_env, run_cli
 def test_rehearsal_of_the_shipped_dapo_recipe_without_a_verl_tree_filters_groups_and_resumes():
     with tempfile.TemporaryDirectory(prefix="va-rh-test-") as tmp:
         tmp = Path(tmp)
-        out = tmp / "out"
+        out, home = tmp / "out", tmp / "home"
+        home.mkdir()
+        env = clean_env(HOME=home)  # a home of its own: the run must not write Ray's token into the user's
+        env.pop("RAY_AUTH_TOKEN", None)
         proc = subprocess.run([sys.executable, "-m", "verl_ascend", "rehearse", str(DAPO_RECIPE), "--out", str(out),
                                "--timeout", str(MAIN_PPO_TIMEOUT), "--nproc", "1", "--steps", "1",
                                "--env", f"VERL_SRC={tmp / 'no-verl-tree'}"],
-                              env=clean_env(), cwd=str(tmp), capture_output=True, text=True, timeout=RUN_TIMEOUT)
-        assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
+                              env=env, cwd=str(tmp), capture_output=True, text=True, timeout=RUN_TIMEOUT)
+        assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:] + logs_tail(out)
+        assert not (home / ".ray").exists(), sorted(p.name for p in (home / ".ray").iterdir())
         changes = (out / "changes.txt").read_text()
         assert "(verl.trainer.main_ppo," in changes and "verl's Megatron engine" in changes, changes
         for kept in ("algorithm.filter_groups.enable=True", "algorithm.filter_groups.metric=acc",

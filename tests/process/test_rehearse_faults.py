@@ -10,19 +10,13 @@ import pickle
 import tempfile
 from pathlib import Path
 
-from rehearsal_helpers import assert_nothing_left, cpu_load, needs_09, rehearse
+from rehearsal_helpers import assert_nothing_left, cpu_load, logs_tail, needs_09, rehearse
 from subproc import run_cli
 
 RAISING_REWARD = '''
 def compute_score(data_source, solution_str, ground_truth, extra_info=None, **kwargs):
     raise ValueError("planted reward fault: the recipe's reward function raises")
 '''
-
-
-def console_tail(out: Path) -> str:
-    """The end of the failed run's console log (the temporary folder is gone when the assertion is read)."""
-    log = out / "console.log"
-    return log.read_text(errors="replace")[-6000:] if log.exists() else "(no console.log)"
 
 
 def _drop_one_tensor(dist_ckpt: Path) -> str:
@@ -44,7 +38,7 @@ def test_faults_planted_in_the_megatron_path_are_named_and_leave_nothing_running
         proc = rehearse(out, "--nproc", "1", "--steps", "1", "--keep-model",
                          "--override", f"reward.custom_reward_function.path={tmp / 'raising_reward.py'}")
         assert proc.returncode == 1, proc.stdout[-3000:] + proc.stderr[-3000:]
-        assert "ValueError: planted reward fault" in proc.stderr, (proc.stderr[-3000:], console_tail(out))
+        assert "ValueError: planted reward fault" in proc.stderr, (proc.stderr[-3000:], logs_tail(out))
         assert not list((out / "checkpoints").glob("global_step_*"))
         assert_nothing_left(proc, out)
         # a converted checkpoint missing one tensor, given as the recipe's initial weights
@@ -58,7 +52,7 @@ def test_faults_planted_in_the_megatron_path_are_named_and_leave_nothing_running
                             "--override", f"actor_rollout_ref.actor.megatron.dist_checkpointing_path={damaged}",
                             "--override", f"actor_rollout_ref.ref.megatron.dist_checkpointing_path={damaged}")
         assert proc.returncode == 1, proc.stdout[-3000:] + proc.stderr[-3000:]
-        assert victim in proc.stderr, (victim, proc.stderr[-3000:], console_tail(out2))
+        assert victim in proc.stderr, (victim, proc.stderr[-3000:], logs_tail(out2))
         assert_nothing_left(proc, out2)
 
 
@@ -82,7 +76,7 @@ def test_a_data_file_missing_a_column_fails_the_rehearsal_naming_it_and_leaves_n
         proc = rehearse(out, "--nproc", "1", "--steps", "1", "--env", f"DATA_DIR={data}")
         assert proc.returncode == 1, proc.stdout[-3000:] + proc.stderr[-3000:]
         assert f"data: the recipe's {data / 'train.parquet'}" in (out / "changes.txt").read_text()
-        assert "KeyError: 'prompt'" in proc.stderr, (proc.stderr[-3000:], console_tail(out))
+        assert "KeyError: 'prompt'" in proc.stderr, (proc.stderr[-3000:], logs_tail(out))
         assert not list((out / "checkpoints").glob("global_step_*"))
         assert_nothing_left(proc, out)
 

@@ -7,6 +7,7 @@ prints the ``logs`` report of the run.
 
 import importlib.util
 import os
+import secrets
 import shutil
 import sys
 import tempfile
@@ -134,6 +135,11 @@ def child_env(launch_env: dict, megatron=None) -> dict:
                 # Ray starts idle Python workers ahead of need (one per logical CPU it is told of); on a
                 # 2-core host they cost a few CPU-seconds each and verl's actors start their own anyway
                 "RAY_enable_worker_prestart": "0", "RAY_prestart_worker_first_driver": "0"})
+    # Ray (2.60 here) turns token authentication on for a local cluster and, finding no token, writes one to the
+    # user's ~/.ray/auth_token (shared by every cluster of that user; two first starts at once race on it).
+    # The run's own token, in its environment only, leaves the home folder alone; a user's own token is kept.
+    if not env.get("RAY_AUTH_TOKEN") and not env.get("RAY_AUTH_TOKEN_PATH"):
+        env["RAY_AUTH_TOKEN"] = secrets.token_hex(32)
     return env
 
 

@@ -47,6 +47,12 @@ def error_line(line: str) -> str:
     return ""
 
 
+def last_lines(lines, count: int = 15) -> str:
+    """The last ``count`` non-blank lines, indented (what a run that exited without naming its error printed)."""
+    kept = [text for text in map(clean, lines) if text.strip()][-count:]
+    return "\n".join(f"    {text[:300]}" for text in kept) if kept else "    (nothing)"
+
+
 def first_error(lines, earlier=()) -> str:
     """The error that ended the run, as ``Type: message`` (the innermost raise, not Ray's or torch's wrapper).
 
@@ -252,6 +258,8 @@ def run(argv: list, env: dict, cwd: str, log_path: Path, ray_tmp: str, timeout: 
     if timed_out.is_set():
         return 124, steps, f"main_ppo did not finish within {timeout:.0f} s (every process of the run was ended)"
     error = first_error(tail, earlier) if code != 0 else ""
+    if code != 0 and not error:
+        error = "its output names no error; its last lines:\n" + last_lines(tail)
     if leftover:
         error = (error + "; " if error else "") + f"processes {leftover} of this run did not end"
     return code, steps, error
