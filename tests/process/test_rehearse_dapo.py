@@ -10,8 +10,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from rehearsal_helpers import (DAPO_RECIPE, MAIN_PPO_TIMEOUT, RUN_TIMEOUT, SUPPORTED, assert_nothing_left, logs_tail,
-                               needs_09, steps)
+from rehearsal_helpers import DAPO_RECIPE, MAIN_PPO_TIMEOUT, RUN_TIMEOUT, SUPPORTED, assert_nothing_left, logs_tail, needs_09, steps
 from subproc import clean_env, run_cli
 
 
