@@ -51,8 +51,11 @@ def test_dapo_through_main_dapo_needs_a_verl_tree_that_ci_does_not_have():
         fake_tree = Path(tmp) / "verl"
         (fake_tree / "recipe" / "dapo").mkdir(parents=True)
         (fake_tree / "recipe" / "dapo" / "main_dapo.py").write_text("")
+        # weights named by --override: the choice of trainer is the subject, a conversion would only cost time
+        weights = [arg for role in ("actor", "ref") for arg in
+                   ("--override", f"actor_rollout_ref.{role}.megatron.dist_checkpointing_path={tmp}/no-weights")]
         proc = run_cli("rehearse", str(DAPO_RECIPE), "--out", str(Path(tmp) / "out"), "--env", f"VERL_SRC={fake_tree}",
-                       "--env", "DAPO_LAYOUT=reward", timeout=300)
+                       "--env", "DAPO_LAYOUT=reward", *weights, timeout=300)
         if SUPPORTED:
             # the recipe chose main_dapo from that tree (read in the sandbox); main_dapo itself is empty here, so
             # the run fails in main_ppo's place, after the plan: the recipe's choice is what is asserted

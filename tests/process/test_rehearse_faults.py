@@ -1,8 +1,8 @@
 """`verl-ascend rehearse` when the Megatron path fails: the error named, nothing of the run left alive, under load.
 
 Two planted faults (1 rank, ~2 partial main_ppo runs): the recipe's reward function raises at the first
-reward; a converted dist checkpoint missing one tensor is given as the initial weights (that run beside one
-busy process: CI's own load comes and goes). A third, the
+reward; the first run's converted dist checkpoint (kept by --keep-model), with one tensor dropped, is given as
+the second run's initial weights (that run beside one busy process: CI's own load comes and goes). A third, the
 recipe's data file without the prompt column, fails in the TaskRunner before any worker starts.
 """
 
@@ -11,7 +11,6 @@ import tempfile
 from pathlib import Path
 
 from rehearsal_helpers import assert_nothing_left, cpu_load, logs_tail, needs_09, rehearse
-from subproc import run_cli
 
 RAISING_REWARD = '''
 def compute_score(data_source, solution_str, ground_truth, extra_info=None, **kwargs):
@@ -41,10 +40,9 @@ def test_faults_planted_in_the_megatron_path_are_named_and_leave_nothing_running
         assert "ValueError: planted reward fault" in proc.stderr, (proc.stderr[-3000:], logs_tail(out))
         assert not list((out / "checkpoints").glob("global_step_*"))
         assert_nothing_left(proc, out)
-        # a converted checkpoint missing one tensor, given as the recipe's initial weights
-        damaged = tmp / "damaged_mcore"
-        conv = run_cli("convert", "--hf_model_path", str(out / "model"), "--output_path", str(damaged), timeout=600)
-        assert conv.returncode == 0, conv.stderr[-2000:]
+        # a converted checkpoint missing one tensor (the first run's conversion, kept), given as the initial weights
+        damaged = out / "model_mcore"
+        assert (damaged / ".metadata").is_file(), sorted(p.name for p in out.iterdir())
         victim = _drop_one_tensor(damaged)
         out2 = tmp / "ckpt_fault"
         with cpu_load():  # one busy process beside this run (one run is enough: it costs a core while it lasts)
@@ -53,6 +51,9 @@ def test_faults_planted_in_the_megatron_path_are_named_and_leave_nothing_running
                             "--override", f"actor_rollout_ref.ref.megatron.dist_checkpointing_path={damaged}")
         assert proc.returncode == 1, proc.stdout[-3000:] + proc.stderr[-3000:]
         assert victim in proc.stderr, (victim, proc.stderr[-3000:], logs_tail(out2))
+        # the weights --override names are the run's: nothing of its own was converted
+        assert "converting the tiny model" not in proc.stdout, proc.stdout[-3000:]
+        assert "initial weights: the dist checkpoint that --override names" in (out2 / "changes.txt").read_text()
         assert_nothing_left(proc, out2)
 
 

@@ -32,7 +32,8 @@ def register(sub) -> None:
     p.add_argument("--nproc", type=int, choices=(1, 2, 4), default=2,
                    help="CPU training ranks (default 2; a Megatron recipe keeps TP first, then PP: 4 ranks keep TP2 PP2)")
     p.add_argument("--out", metavar="DIR", help="output folder (default ./rehearse-<recipe name>)")
-    p.add_argument("--keep-model", action="store_true", help="keep the tiny model in DIR/model")
+    p.add_argument("--keep-model", action="store_true", help="keep the tiny model in DIR/model (and, for a recipe loading a dist checkpoint, its "
+                   "conversion in DIR/model_mcore)")
     p.add_argument("--env", action="append", default=[], metavar="NAME=VALUE",
                    help="environment for reading the recipe (e.g. --env MODEL_PATH=/models/Qwen2.5-7B-Instruct)")
     p.add_argument("--timeout", type=positive_int, default=900, metavar="S",

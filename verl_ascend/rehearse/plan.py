@@ -134,6 +134,7 @@ class Megatron:
     pp: int
     layout_note: str
     dist_ckpt: str = ""          # the converted tiny model, when the recipe loads a dist checkpoint
+    weights_given: bool = False  # --override names every loading role's dist_checkpointing_path: not converted
     vanilla_mbridge: str = ""    # "True" to set (the recipe left verl's default and Megatron-Bridge is absent)
     ref_own_transformer_config: bool = False  # the recipe sets ref.megatron.override_transformer_config.* itself
     mindspeed: str = ""          # MindSpeed's version when importable here: verl's MindspeedEngine, as on A2
@@ -163,6 +164,8 @@ def _megatron_overrides(m: Megatron, micro: int) -> tuple:
     if m.dist_ckpt:
         changes.append(f"initial weights: the tiny model converted by verl-ascend convert into {m.dist_ckpt} "
                        "(use_dist_checkpointing kept, as the recipe loads its weights)")
+    elif m.weights_given:
+        changes.append("initial weights: the dist checkpoint that --override names (nothing converted here)")
     if m.vanilla_mbridge:
         ours += ["actor_rollout_ref.actor.megatron.vanilla_mbridge=True"]
         changes.append("bridge: mbridge (vanilla_mbridge=True): the recipe leaves verl's default, NVIDIA "

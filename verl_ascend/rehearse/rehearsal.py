@@ -194,14 +194,17 @@ def _recipe_reward(overrides, cwd: str) -> tuple:
     return path, name
 
 
-def _megatron(overrides, nproc: int, built: dict, model_dir: Path, work: Path):
-    """How the Megatron recipe runs here: layout, initial weights (converted), bridge."""
+def _megatron(overrides, nproc: int, built: dict, model_dir: Path, mcore_dir: Path, given=()):
+    """How the Megatron recipe runs here: layout, initial weights (converted), bridge.
+
+    ``given``: the user's own ``--override`` items; where they name every loading role's
+    ``dist_checkpointing_path``, those weights are used and nothing is converted."""
     tp, pp, note = plan_mod.megatron_layout(overrides, nproc, built["layers"])
-    dist_ckpt = ""
-    for role in plan_mod.ROLES:
-        uses = str(plan_mod.value_of(overrides, f"actor_rollout_ref.{role}.megatron.use_dist_checkpointing", "False"))
-        if uses.strip().lower() == "true":
-            dist_ckpt = str(work / "mcore")
+    loading = [role for role in plan_mod.ROLES if str(plan_mod.value_of(
+        overrides, f"actor_rollout_ref.{role}.megatron.use_dist_checkpointing", "False")).strip().lower() == "true"]
+    named = {role for role in loading
+             if plan_mod.value_of(list(given), f"actor_rollout_ref.{role}.megatron.dist_checkpointing_path")}
+    dist_ckpt = str(mcore_dir) if loading and set(loading) - named else ""
     if dist_ckpt:
         convert_tiny_model(model_dir, dist_ckpt)
     vanilla = plan_mod.value_of(overrides, "actor_rollout_ref.actor.megatron.vanilla_mbridge")
@@ -210,7 +213,8 @@ def _megatron(overrides, nproc: int, built: dict, model_dir: Path, work: Path):
     set_vanilla = "True" if vanilla is None and not importable("megatron.bridge") else ""
     ref_own = any(plan_mod.split(item)[1].startswith("actor_rollout_ref.ref.megatron.override_transformer_config")
                   for item in overrides)
-    return plan_mod.Megatron(tp=tp, pp=pp, layout_note=note, dist_ckpt=dist_ckpt, vanilla_mbridge=set_vanilla,
+    return plan_mod.Megatron(tp=tp, pp=pp, layout_note=note, dist_ckpt=dist_ckpt,
+                             weights_given=bool(loading) and not dist_ckpt, vanilla_mbridge=set_vanilla,
                              ref_own_transformer_config=ref_own, mindspeed=mindspeed_here())
 
 
@@ -308,7 +312,8 @@ def _rehearse(options, recipe, launch, out, ckpt_dir, work, model_dir, started) 
     megatron = None
     if plan_mod.is_megatron(launch.config_name, overrides):
         try:
-            megatron = _megatron(overrides, nproc, built, model_dir, work)
+            mcore_dir = out / "model_mcore" if options.keep_model else work / "mcore"
+            megatron = _megatron(overrides, nproc, built, model_dir, mcore_dir, given=options.overrides)
         except ConvertFailed as exc:
             print(f"verl-ascend rehearse: {exc}", file=sys.stderr)
             return 1

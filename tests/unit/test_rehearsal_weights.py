@@ -1,0 +1,59 @@
+"""Which initial weights a Megatron rehearsal loads: the converted tiny model, or the dist checkpoint --override names."""
+
+import pytest
+
+from verl_ascend.rehearse import plan, rehearsal
+
+pytestmark = pytest.mark.verl_agnostic  # plan and rehearsal decide this from the override strings alone
+
+LOADS_BOTH = ["actor_rollout_ref.actor.megatron.use_dist_checkpointing=True",
+              "actor_rollout_ref.ref.megatron.use_dist_checkpointing=True",
+              "actor_rollout_ref.actor.megatron.tensor_model_parallel_size=2"]
+BUILT = {"layers": 2}
+
+
+@pytest.fixture
+def converted(monkeypatch):
+    calls = []
+    monkeypatch.setattr(rehearsal, "convert_tiny_model", lambda model, output: calls.append((str(model), output)))
+    return calls
+
+
+def _weights(tmp_path, overrides, given=()):
+    m = rehearsal._megatron(overrides + list(given), 2, BUILT, tmp_path / "model", tmp_path / "mcore", given=given)
+    _, changes = plan._megatron_overrides(m, 2)
+    return m, " | ".join(changes)
+
+
+def test_a_recipe_loading_a_dist_checkpoint_gets_the_converted_tiny_model(tmp_path, converted):
+    m, changes = _weights(tmp_path, LOADS_BOTH)
+    assert converted == [(str(tmp_path / "model"), str(tmp_path / "mcore"))]
+    assert m.dist_ckpt == str(tmp_path / "mcore") and not m.weights_given
+    assert "initial weights: the tiny model converted by verl-ascend convert" in changes, changes
+
+
+def test_weights_the_user_names_for_every_loading_role_are_used_unconverted(tmp_path, converted):
+    given = [f"actor_rollout_ref.{role}.megatron.dist_checkpointing_path=/ckpt/mine" for role in plan.ROLES]
+    m, changes = _weights(tmp_path, LOADS_BOTH, given)
+    assert converted == [] and m.dist_ckpt == "" and m.weights_given
+    assert "initial weights: the dist checkpoint that --override names (nothing converted here)" in changes, changes
+
+
+def test_one_role_named_still_converts_for_the_other(tmp_path, converted):
+    given = ["actor_rollout_ref.actor.megatron.dist_checkpointing_path=/ckpt/mine"]
+    m, _ = _weights(tmp_path, LOADS_BOTH, given)
+    assert len(converted) == 1 and m.dist_ckpt and not m.weights_given
+
+
+def test_the_recipe_naming_a_path_is_not_the_user_naming_it(tmp_path, converted):
+    # the shipped recipes set dist_checkpointing_path to a cluster folder: that one is replaced, not used
+    recipe = LOADS_BOTH + [f"actor_rollout_ref.{role}.megatron.dist_checkpointing_path=/mnt/models/mcore"
+                           for role in plan.ROLES]
+    m, _ = _weights(tmp_path, recipe)
+    assert len(converted) == 1 and m.dist_ckpt and not m.weights_given
+
+
+def test_a_recipe_without_dist_checkpointing_converts_nothing(tmp_path, converted):
+    m, changes = _weights(tmp_path, ["actor_rollout_ref.actor.megatron.tensor_model_parallel_size=2"])
+    assert converted == [] and m.dist_ckpt == "" and not m.weights_given
+    assert "initial weights" not in changes, changes
