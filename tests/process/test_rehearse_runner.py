@@ -94,4 +94,7 @@ def test_the_error_at_the_end_wins_and_a_wrapper_names_the_error_inside():
                "KeyError: 'decoder.layers.0.weight'"]
     assert runner.first_error(wrapped) == "KeyError: 'decoder.layers.0.weight' (inside " \
                                           "torch.distributed.checkpoint.api.CheckpointException)"
-    assert runner.first_error(["ray.exceptions.RayTaskError(KeyError): boom"]) == ""
+    # Ray's wrapper gives way to the error it carries, and is named only when nothing else is
+    assert runner.first_error(["ray.exceptions.RayTaskError(KeyError): boom", "KeyError: 'boom'"]) == "KeyError: 'boom'"
+    died = "ray.exceptions.ActorDiedError: The actor died unexpectedly before finishing this task."
+    assert runner.first_error(["noise", died]) == died

@@ -39,10 +39,16 @@ def clean(line: str) -> str:
 WRAPPERS = ("CheckpointException", "InstantiationException")
 
 
-def error_line(line: str) -> str:
-    """The line as ``Type: message`` when it names an error raised in the run ('' otherwise; Ray's wrappers too)."""
+RAY_WRAPPERS = ("ray.exceptions.", "RayTaskError", "ActorDiedError")
+
+
+def error_line(line: str, ray_too: bool = False) -> str:
+    """The line as ``Type: message`` when it names an error raised in the run ('' otherwise).
+
+    Ray's wrappers (``RayTaskError(KeyError)``, ``ActorDiedError``) count only with ``ray_too``: the error
+    they carry is printed on a line of its own, except where the actor's process died (killed, crashed)."""
     text = clean(line).strip()
-    if ERROR.match(text) and not text.startswith(("ray.exceptions.", "RayTaskError", "ActorDiedError")):
+    if ERROR.match(text) and (ray_too or not text.startswith(RAY_WRAPPERS)):
         return text[:400]
     return ""
 
@@ -60,6 +66,8 @@ def first_error(lines, earlier=()) -> str:
     names none (a worker's traceback can arrive well before the driver's last few hundred lines).
     """
     found = [text for text in map(error_line, lines) if text] or [text for text in earlier if text]
+    if not found:  # an actor whose process died has only Ray's word for it
+        found = [text for text in (error_line(line, ray_too=True) for line in lines) if text]
     if not found:
         return ""
     inner = [f for f in found if not any(w in f.split(":", 1)[0] for w in WRAPPERS)]
