@@ -170,9 +170,14 @@ def processes_in(namespace: str, mark: str) -> list:
     return found
 
 
-def end_all(proc, ray_tmp: str, grace: float = 10.0) -> list:
-    """End main_ppo's process group, then every process that names this run's Ray folder."""
-    for sig in (signal.SIGTERM, signal.SIGKILL):
+def end_all(proc, ray_tmp: str, grace: float = 10.0, namespaced: bool = False) -> list:
+    """End main_ppo's process group, then every process that names this run's Ray folder.
+
+    ``namespaced``: main_ppo runs as the first process of its own PID namespace, under unshare. Neither
+    takes SIGTERM from here (the kernel drops it for a namespace's first process without a handler, and
+    unshare --fork leaves it to its child; util-linux 2.38 measured), so only SIGKILL is sent: unshare's
+    --kill-child then ends main_ppo, and with it the namespace."""
+    for sig in (signal.SIGKILL,) if namespaced else (signal.SIGTERM, signal.SIGKILL):
         try:
             os.killpg(proc.pid, sig)
         except ProcessLookupError:
@@ -224,7 +229,7 @@ def run(argv: list, env: dict, cwd: str, log_path: Path, ray_tmp: str, timeout: 
 
         def expire():  # a wrong Ray resource setting hangs silently: the watchdog ends it
             timed_out.set()
-            end_all(proc, ray_tmp)
+            end_all(proc, ray_tmp, namespaced=bool(prefix))
 
         watchdog = threading.Timer(timeout, expire)
         watchdog.daemon = True
@@ -254,10 +259,10 @@ def run(argv: list, env: dict, cwd: str, log_path: Path, ray_tmp: str, timeout: 
             code = proc.wait()
         except BaseException:
             watchdog.cancel()
-            end_all(proc, ray_tmp)
+            end_all(proc, ray_tmp, namespaced=bool(prefix))
             raise
         watchdog.cancel()
-    leftover = end_all(proc, ray_tmp)
+    leftover = end_all(proc, ray_tmp, namespaced=bool(prefix))
     if ns:
         # unshare returned after reaping its child, the namespace's first process; Linux does not let that
         # process finish exiting before every other process of the namespace has (zap_pid_ns_processes), so
