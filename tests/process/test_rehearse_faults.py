@@ -74,7 +74,10 @@ def test_a_data_file_missing_a_column_fails_the_rehearsal_naming_it_and_leaves_n
         for name in ("train", "test"):
             pq.write_table(table, data / f"{name}.parquet")
         out = tmp / "out"
-        proc = rehearse(out, "--nproc", "1", "--steps", "1", "--env", f"DATA_DIR={data}")
+        # weights named by --override: the run ends before any worker loads them, a conversion would only cost time
+        weights = [arg for role in ("actor", "ref") for arg in
+                   ("--override", f"actor_rollout_ref.{role}.megatron.dist_checkpointing_path={tmp}/no-weights")]
+        proc = rehearse(out, "--nproc", "1", "--steps", "1", "--env", f"DATA_DIR={data}", *weights)
         assert proc.returncode == 1, proc.stdout[-3000:] + proc.stderr[-3000:]
         assert f"data: the recipe's {data / 'train.parquet'}" in (out / "changes.txt").read_text()
         assert "KeyError: 'prompt'" in proc.stderr, (proc.stderr[-3000:], logs_tail(out))
