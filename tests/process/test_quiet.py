@@ -1,19 +1,35 @@
 """Quiet by default: `import verl` prints what stock verl prints; bad switches are one warning line."""
 
+import json
+
 import pytest
 from subproc import clean_env, run_python
 
-IMPORT_VERL = "import verl"
+# `import verl`, then the plugin's own account of itself written to a file (stdout and stderr stay verl's)
+IMPORT_VERL = """
+import verl
+import json, sys
+from verl_ascend.core import activation, registry
+with open(sys.argv[1], "w") as f:
+    json.dump({"info": activation.activation_info(), "patches": registry.snapshot()}, f)
+"""
 
 
-def _output(env):
-    proc = run_python(IMPORT_VERL, env=env)
-    return proc.stdout, proc.stderr
+def _output(env, tmp_path, name):
+    account = tmp_path / f"{name}.json"
+    proc = run_python(IMPORT_VERL, env=env, args=(str(account),))
+    return (proc.stdout, proc.stderr), json.loads(account.read_text())
 
 
 @pytest.mark.field_stack
-def test_import_verl_prints_the_same_with_and_without_the_plugin():
-    assert _output(clean_env()) == _output(clean_env(VERL_ASCEND="0"))
+def test_import_verl_prints_the_same_with_and_without_the_plugin_and_off_means_off(tmp_path):
+    (on, on_account), (off, off_account) = (_output(clean_env(), tmp_path, "on"),
+                                             _output(clean_env(VERL_ASCEND="0"), tmp_path, "off"))
+    assert on == off
+    assert on_account["info"]["active"] is True and on_account["patches"], on_account  # the plugin was there
+    # VERL_ASCEND=0 turns everything off: not active, no patch record, no line of ours
+    assert off_account["info"]["active"] is False and off_account["patches"] == [], off_account
+    assert "verl-ascend" not in off[1]
 
 
 @pytest.mark.verl_agnostic  # the settings table's warnings: the same words whichever verl triggers activation
