@@ -28,6 +28,12 @@ def rehearse(out: Path, *extra, recipe=RECIPE, timeout=RUN_TIMEOUT, env=None):
                           env=env or clean_env(), cwd=str(out.parent), capture_output=True, text=True, timeout=timeout)
 
 
+def weights_named(folder) -> list:
+    """``--override`` args naming the actor's and ref's dist checkpoint (the rehearsal then converts nothing)."""
+    return [arg for role in ("actor", "ref") for arg in
+            ("--override", f"actor_rollout_ref.{role}.megatron.dist_checkpointing_path={folder}")]
+
+
 def logs_tail(out: Path, chars: int = 6000) -> str:
     """The end of each console log of a rehearsal (the temporary folder is gone when the assertion is read)."""
     parts = [f"\n--- {log.name}:\n" + log.read_text(errors="replace")[-chars:] for log in sorted(out.glob("console*.log"))]

@@ -10,7 +10,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from rehearsal_helpers import DAPO_RECIPE, MAIN_PPO_TIMEOUT, RUN_TIMEOUT, SUPPORTED, assert_nothing_left, logs_tail, needs_09, steps
+from rehearsal_helpers import DAPO_RECIPE, MAIN_PPO_TIMEOUT, RUN_TIMEOUT, SUPPORTED, assert_nothing_left, logs_tail, needs_09, steps, weights_named
 from subproc import clean_env, run_cli
 
 
@@ -52,8 +52,7 @@ def test_dapo_through_main_dapo_needs_a_verl_tree_that_ci_does_not_have():
         (fake_tree / "recipe" / "dapo").mkdir(parents=True)
         (fake_tree / "recipe" / "dapo" / "main_dapo.py").write_text("")
         # weights named by --override: the choice of trainer is the subject, a conversion would only cost time
-        weights = [arg for role in ("actor", "ref") for arg in
-                   ("--override", f"actor_rollout_ref.{role}.megatron.dist_checkpointing_path={tmp}/no-weights")]
+        weights = weights_named(f"{tmp}/no-weights")
         proc = run_cli("rehearse", str(DAPO_RECIPE), "--out", str(Path(tmp) / "out"), "--env", f"VERL_SRC={fake_tree}",
                        "--env", "DAPO_LAYOUT=reward", *weights, timeout=300)
         if SUPPORTED:

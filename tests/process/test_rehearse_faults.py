@@ -10,7 +10,7 @@ import pickle
 import tempfile
 from pathlib import Path
 
-from rehearsal_helpers import assert_nothing_left, cpu_load, logs_tail, needs_09, rehearse
+from rehearsal_helpers import assert_nothing_left, cpu_load, logs_tail, needs_09, rehearse, weights_named
 
 RAISING_REWARD = '''
 def compute_score(data_source, solution_str, ground_truth, extra_info=None, **kwargs):
@@ -46,9 +46,7 @@ def test_faults_planted_in_the_megatron_path_are_named_and_leave_nothing_running
         victim = _drop_one_tensor(damaged)
         out2 = tmp / "ckpt_fault"
         with cpu_load():  # one busy process beside this run (one run is enough: it costs a core while it lasts)
-            proc = rehearse(out2, "--nproc", "1", "--steps", "1",
-                            "--override", f"actor_rollout_ref.actor.megatron.dist_checkpointing_path={damaged}",
-                            "--override", f"actor_rollout_ref.ref.megatron.dist_checkpointing_path={damaged}")
+            proc = rehearse(out2, "--nproc", "1", "--steps", "1", *weights_named(damaged))
         assert proc.returncode == 1, proc.stdout[-3000:] + proc.stderr[-3000:]
         assert victim in proc.stderr, (victim, proc.stderr[-3000:], logs_tail(out2))
         # the weights --override names are the run's: nothing of its own was converted
@@ -75,8 +73,7 @@ def test_a_data_file_missing_a_column_fails_the_rehearsal_naming_it_and_leaves_n
             pq.write_table(table, data / f"{name}.parquet")
         out = tmp / "out"
         # weights named by --override: the run ends before any worker loads them, a conversion would only cost time
-        weights = [arg for role in ("actor", "ref") for arg in
-                   ("--override", f"actor_rollout_ref.{role}.megatron.dist_checkpointing_path={tmp}/no-weights")]
+        weights = weights_named(f"{tmp}/no-weights")
         proc = rehearse(out, "--nproc", "1", "--steps", "1", "--env", f"DATA_DIR={data}", *weights)
         assert proc.returncode == 1, proc.stdout[-3000:] + proc.stderr[-3000:]
         assert f"data: the recipe's {data / 'train.parquet'}" in (out / "changes.txt").read_text()

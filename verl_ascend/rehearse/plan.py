@@ -126,6 +126,11 @@ def value_of(overrides, key: str, default=None):
     return found
 
 
+def is_true(overrides, key: str) -> bool:
+    """Whether the overrides leave ``key`` true (Hydra's last-wins; unset is false)."""
+    return str(value_of(overrides, key, "False")).strip().lower() == "true"
+
+
 @dataclasses.dataclass
 class Megatron:
     """How the rehearsal runs a Megatron recipe (None in :func:`build` for an FSDP recipe)."""

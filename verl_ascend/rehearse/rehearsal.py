@@ -200,10 +200,10 @@ def _megatron(overrides, nproc: int, built: dict, model_dir: Path, mcore_dir: Pa
     ``given``: the user's own ``--override`` items; where they name every loading role's
     ``dist_checkpointing_path``, those weights are used and nothing is converted."""
     tp, pp, note = plan_mod.megatron_layout(overrides, nproc, built["layers"])
-    loading = [role for role in plan_mod.ROLES if str(plan_mod.value_of(
-        overrides, f"actor_rollout_ref.{role}.megatron.use_dist_checkpointing", "False")).strip().lower() == "true"]
+    loading = [role for role in plan_mod.ROLES
+               if plan_mod.is_true(overrides, f"actor_rollout_ref.{role}.megatron.use_dist_checkpointing")]
     named = {role for role in loading
-             if plan_mod.value_of(list(given), f"actor_rollout_ref.{role}.megatron.dist_checkpointing_path")}
+             if plan_mod.value_of(given, f"actor_rollout_ref.{role}.megatron.dist_checkpointing_path")}
     dist_ckpt = str(mcore_dir) if loading and set(loading) - named else ""
     if dist_ckpt:
         convert_tiny_model(model_dir, dist_ckpt)
@@ -297,7 +297,7 @@ def _rehearse(options, recipe, launch, out, ckpt_dir, work, model_dir, started) 
     nproc, steps = options.nproc, options.steps
     batch = 2 * nproc
     overrides = list(launch.overrides) + list(options.overrides)
-    filtered = str(plan_mod.value_of(overrides, "algorithm.filter_groups.enable", "False")).strip().lower() == "true"
+    filtered = plan_mod.is_true(overrides, "algorithm.filter_groups.enable")
     # DAPO's filter evicts about 3 of 4 groups here (see reward.py) and refills them from the data
     train, val, data_note = prepare_data(overrides, out / "data", batch * (steps + 1) * (8 if filtered else 1), 4)
     print("rehearse: building the tiny model and tokenizer ...", flush=True)

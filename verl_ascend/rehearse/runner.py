@@ -215,6 +215,7 @@ def run(argv: list, env: dict, cwd: str, log_path: Path, ray_tmp: str, timeout: 
     started = time.time()
     timed_out = threading.Event()
     prefix = namespace_prefix()
+    namespaced = bool(prefix)  # how end_all may end the run (see there)
     if not prefix:
         print(f"  [{label}] no PID namespace here (unshare refused): the run is ended by process group and by "
               "its Ray folder instead", file=out, flush=True)
@@ -229,7 +230,7 @@ def run(argv: list, env: dict, cwd: str, log_path: Path, ray_tmp: str, timeout: 
 
         def expire():  # a wrong Ray resource setting hangs silently: the watchdog ends it
             timed_out.set()
-            end_all(proc, ray_tmp, namespaced=bool(prefix))
+            end_all(proc, ray_tmp, namespaced=namespaced)
 
         watchdog = threading.Timer(timeout, expire)
         watchdog.daemon = True
@@ -259,10 +260,10 @@ def run(argv: list, env: dict, cwd: str, log_path: Path, ray_tmp: str, timeout: 
             code = proc.wait()
         except BaseException:
             watchdog.cancel()
-            end_all(proc, ray_tmp, namespaced=bool(prefix))
+            end_all(proc, ray_tmp, namespaced=namespaced)
             raise
         watchdog.cancel()
-    leftover = end_all(proc, ray_tmp, namespaced=bool(prefix))
+    leftover = end_all(proc, ray_tmp, namespaced=namespaced)
     if ns:
         # unshare returned after reaping its child, the namespace's first process; Linux does not let that
         # process finish exiting before every other process of the namespace has (zap_pid_ns_processes), so
