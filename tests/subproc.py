@@ -3,8 +3,11 @@
 Every call has a timeout: the failures seen in this project's environment were hangs.
 """
 
+import atexit
+import functools
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -18,6 +21,10 @@ FAKE_DIST_INFO = FAKES / "torch_npu.dist-info"
 FAKE_TORCH_NPU_VERSION = "2.13.0"  # the release the double models (tests/real_torch_npu.py CURRENT)
 SUBPROC_SITE = ROOT / "tests" / "subproc_site"  # helpers for the fresh interpreters' scripts (not doubles)
 _SCRUB_PREFIXES = ("VERL_ASCEND", "VERL_PLATFORM", "FAKE_")
+# The doubles' record folders and bin links, made once per test process and removed when it exits
+# (made per call, every fake-NPU test left two folders in /tmp for good).
+_SCRATCH = Path(tempfile.mkdtemp(prefix="va-subproc-"))
+atexit.register(shutil.rmtree, _SCRATCH, True)
 
 
 def clean_env(fake_npu=False, bins=(), **extra) -> dict:
@@ -30,15 +37,16 @@ def clean_env(fake_npu=False, bins=(), **extra) -> dict:
         version = extra.get("FAKE_TORCH_NPU_VERSION", FAKE_TORCH_NPU_VERSION)
         env["PYTHONPATH"] = os.pathsep.join([str(FAKE_SITE), _dist_info(version)])
     if bins:  # only the named doubles, through a directory of links to them
-        env["PATH"] = os.pathsep.join([_bin_dir(bins), os.environ.get("PATH", "")])
+        env["PATH"] = os.pathsep.join([_bin_dir(tuple(sorted(bins))), os.environ.get("PATH", "")])
     env.update({k: str(v) for k, v in extra.items()})
     return env
 
 
+@functools.lru_cache(maxsize=None)
 def _dist_info(version: str) -> str:
     """A folder holding the double's installed-package record: its version and, as every real wheel
     from 2.5.1 on, the ``torch.backends`` entry point through which ``import torch`` imports it."""
-    folder = Path(tempfile.mkdtemp(prefix="va-dist-"))
+    folder = Path(tempfile.mkdtemp(prefix="dist-", dir=_SCRATCH))
     info = folder / f"torch_npu-{version}.dist-info"
     info.mkdir()
     (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: torch_npu\nVersion: {version}\n")
@@ -46,8 +54,9 @@ def _dist_info(version: str) -> str:
     return str(folder)
 
 
-def _bin_dir(names) -> str:
-    folder = Path(tempfile.mkdtemp(prefix="va-bin-"))
+@functools.lru_cache(maxsize=None)
+def _bin_dir(names: tuple) -> str:
+    folder = Path(tempfile.mkdtemp(prefix="bin-", dir=_SCRATCH))
     for name in names:
         (folder / name).symlink_to(FAKE_BIN / name)
     return str(folder)

@@ -12,7 +12,7 @@ import tempfile
 import psutil
 import pytest
 import torch
-from subproc import clean_env, run_cli
+from subproc import clean_env, processes_naming, run_cli
 
 from verl_ascend.doctor import board_probe
 from verl_ascend.doctor.checks import GROUPS as ALL_GROUPS
@@ -294,8 +294,7 @@ RAY_HEAD = """
 import json, sys, ray
 ray.init(num_cpus=1, resources={"NPU": 2}, include_dashboard=False, logging_level="ERROR")
 print(json.dumps({"address": ray.get_runtime_context().gcs_address}), flush=True)
-sys.stdin.read()  # hold the cluster until the test closes stdin
-ray.shutdown()
+sys.stdin.read()  # hold the cluster until the test kills this session
 """
 
 
@@ -326,11 +325,15 @@ def test_local_ray_head_resources_against_the_plan():
         # one join only (Ray is the slow part); the ok path of the judgement is in test_doctor_checks
         bad = report(doctor("--json", "--skip", others, "--nnodes", "2", "--ray-timeout", "90", env=env, timeout=180))
     finally:
-        head.stdin.close()
-        try:
-            head.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(head.pid, signal.SIGKILL)  # the session this test started, nothing else
+        # A throw-away cluster: no graceful stop (Ray's waits on its daemons, long under load). The session
+        # this test started goes, and any daemon that left it names the cluster's temp dir on its command line.
+        os.killpg(head.pid, signal.SIGKILL)
+        head.wait(timeout=60)
+        for pid, _ in processes_naming(ray_tmp):
+            try:
+                os.kill(int(pid), signal.SIGKILL)
+            except OSError:
+                pass  # gone meanwhile
         log.close()
         shutil.rmtree(ray_tmp, ignore_errors=True)
     (b,) = bad["findings"]

@@ -6,8 +6,9 @@ from subproc import clean_env, last_json, run_python
 pytestmark = pytest.mark.verl_agnostic
 
 SCRIPT = r"""
-import json, os, sys, tempfile
+import atexit, json, os, shutil, sys, tempfile
 root = tempfile.mkdtemp()
+atexit.register(shutil.rmtree, root, True)
 def write(path, text):
     path = os.path.join(root, path); os.makedirs(os.path.dirname(path), exist_ok=True)
     open(path, "w").write(text)

@@ -98,3 +98,34 @@ def test_the_error_at_the_end_wins_and_a_wrapper_names_the_error_inside():
     assert runner.first_error(["ray.exceptions.RayTaskError(KeyError): boom", "KeyError: 'boom'"]) == "KeyError: 'boom'"
     died = "ray.exceptions.ActorDiedError: The actor died unexpectedly before finishing this task."
     assert runner.first_error(["noise", died]) == died
+
+
+def test_a_ray_that_did_not_start_in_its_fixed_wait_is_started_once_more(tmp_path):
+    # Ray's own words when its node misses the fixed 30 s start-up wait (ray/_private/node.py), then, the next
+    # time, a step: the runner starts main_ppo a second time, says so and keeps the first attempt's log
+    flaky = ("import os, sys\n"
+             "first = not os.path.exists('attempted')\n"
+             "open('attempted', 'a').close()\n"
+             "if first:\n"
+             "    print('Exception: The current node timed out during startup. This could happen because some of '\n"
+             "          'the raylet failed to startup or the GCS has become overloaded.')\n"
+             "    sys.exit(1)\n"
+             "print('step:1 - actor/grad_norm:0.5', flush=True)\n")
+    spaces, out = [], io.StringIO()
+    code, seen, error = runner.run([sys.executable, "-c", flaky], dict(os.environ), str(tmp_path), tmp_path / "log",
+                                   str(tmp_path / "ray"), 120, "stand-in", out=out, namespace=spaces)
+    assert (code, seen, error) == (0, [1], ""), (code, seen, error, out.getvalue())
+    assert "did not start within Ray's fixed 30 s" in out.getvalue() and "once more" in out.getvalue()
+    assert "timed out during startup" in (tmp_path / "log.ray-start-1").read_text()
+    assert "step:1" in (tmp_path / "log").read_text()
+    assert len(spaces) == 2 and spaces[0].startswith("pid:[")  # the second attempt's namespace, not both
+
+
+def test_a_ray_that_never_starts_is_named_after_the_second_attempt(tmp_path):
+    never = ("import sys\n"
+             "print('Exception: The current node timed out during startup. This could happen because some of '\n"
+             "      'the raylet failed to startup or the GCS has become overloaded.')\n"
+             "sys.exit(1)\n")
+    (code, seen, error), _, _ = _run(tmp_path, never, timeout=120)
+    assert code == 1 and seen == [] and error.startswith("Exception: The current node timed out during startup"), error
+    assert (tmp_path / "log.ray-start-1").is_file()  # tried twice, not more
