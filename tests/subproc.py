@@ -8,6 +8,7 @@ import functools
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -114,3 +115,16 @@ def processes_naming(*markers) -> list:
         if any(m in cmdline or cwd.startswith(m) for m in markers):
             found.append((entry.name, cmdline[:200]))
     return found
+
+
+def kill_cluster(head: subprocess.Popen, temp_dir: str) -> None:
+    """End a throw-away Ray cluster a test started in its own session: no graceful stop (Ray's waits on its
+    daemons, half a minute under load). Its daemons name the cluster's temp dir on their command lines;
+    whichever left the session goes too."""
+    os.killpg(head.pid, signal.SIGKILL)
+    head.wait(timeout=60)
+    for pid, _ in processes_naming(temp_dir):
+        try:
+            os.kill(int(pid), signal.SIGKILL)
+        except OSError:
+            pass  # gone meanwhile

@@ -4,7 +4,6 @@ import json
 import os
 import resource
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -12,7 +11,7 @@ import tempfile
 import psutil
 import pytest
 import torch
-from subproc import clean_env, processes_naming, run_cli
+from subproc import clean_env, kill_cluster, run_cli
 
 from verl_ascend.doctor import board_probe
 from verl_ascend.doctor.checks import GROUPS as ALL_GROUPS
@@ -325,15 +324,7 @@ def test_local_ray_head_resources_against_the_plan():
         # one join only (Ray is the slow part); the ok path of the judgement is in test_doctor_checks
         bad = report(doctor("--json", "--skip", others, "--nnodes", "2", "--ray-timeout", "90", env=env, timeout=180))
     finally:
-        # A throw-away cluster: no graceful stop (Ray's waits on its daemons, long under load). The session
-        # this test started goes, and any daemon that left it names the cluster's temp dir on its command line.
-        os.killpg(head.pid, signal.SIGKILL)
-        head.wait(timeout=60)
-        for pid, _ in processes_naming(ray_tmp):
-            try:
-                os.kill(int(pid), signal.SIGKILL)
-            except OSError:
-                pass  # gone meanwhile
+        kill_cluster(head, ray_tmp)
         log.close()
         shutil.rmtree(ray_tmp, ignore_errors=True)
     (b,) = bad["findings"]

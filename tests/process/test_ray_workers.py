@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
-from subproc import clean_env, last_json, processes_naming, run_python
+from subproc import clean_env, kill_cluster, last_json, run_python
 
 ACTOR_PROBE = """
 import json, os, sys, ray
@@ -85,15 +85,7 @@ def other_node():
         os.killpg(head.pid, signal.SIGKILL)
         pytest.fail("ray head did not come up in 120 s")
     yield address
-    # A throw-away cluster: no graceful stop (Ray's takes half a minute under load). Its daemons name
-    # the cluster's temp dir on their command lines; whichever left the process group goes too.
-    os.killpg(head.pid, signal.SIGKILL)
-    head.wait(timeout=60)
-    for pid, _ in processes_naming(temp_dir):
-        try:
-            os.kill(int(pid), signal.SIGKILL)
-        except OSError:
-            pass  # gone meanwhile
+    kill_cluster(head, temp_dir)
 
 
 # Runtime-env forwarding is Ray's mechanism (the same Ray in every test environment), not verl's: these
