@@ -310,8 +310,9 @@ def test_local_ray_head_resources_against_the_plan():
             line = head.stdout.readline()
         if line.startswith("{") or attempt == 1:
             break
-        head.wait(timeout=60)
+        kill_cluster(head, ray_tmp)  # what the failed start left (its ray.init may still be shutting down)
     if not line.startswith("{"):
+        kill_cluster(head, ray_tmp)
         log.close()
         text = open(log.name).read()
         shutil.rmtree(ray_tmp, ignore_errors=True)

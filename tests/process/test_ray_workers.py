@@ -4,8 +4,6 @@ A `ray start` head started with its own environment plays the part of another no
 inherit that environment, not the driver's, exactly as on a multi-node A2 cluster.
 """
 
-import os
-import signal
 import socket
 import subprocess
 import sys
@@ -82,7 +80,7 @@ def other_node():
             break
         time.sleep(2)
     else:
-        os.killpg(head.pid, signal.SIGKILL)
+        kill_cluster(head, temp_dir)
         pytest.fail("ray head did not come up in 120 s")
     yield address
     kill_cluster(head, temp_dir)
