@@ -64,6 +64,45 @@ def test_a_run_past_its_watchdog_is_ended_with_everything_it_started(tmp_path):
     assert marked_anywhere(mark) == []
 
 
+# an unshare that is slow between unshare(CLONE_NEWPID) and the fork of the namespace's first process, as a
+# loaded host makes the real one: until that fork the kernel cannot name the new namespace (the link reads
+# ENOENT), which the runner once took for "unshare has ended" -- and the run then had no namespace to check
+SLOW_UNSHARE = ("import ctypes, os, sys, time\n"
+                "libc = ctypes.CDLL(None, use_errno=True)\n"
+                "flags = 0x20000000 | (0 if os.geteuid() == 0 else 0x10000000)  # CLONE_NEWPID (+ CLONE_NEWUSER)\n"
+                "if libc.unshare(flags) != 0:\n"
+                "    sys.exit('unshare: ' + os.strerror(ctypes.get_errno()))\n"
+                "time.sleep(1.0)\n"
+                "child = os.fork()\n"
+                "if child == 0:\n"
+                "    print(os.readlink('/proc/self/ns/pid'), flush=True)\n"
+                "    time.sleep(1.0)\n"
+                "    os._exit(0)\n"
+                "os.waitpid(child, 0)\n")
+
+
+def test_the_namespace_is_found_when_unshare_is_slow_to_fork_its_first_process():
+    import threading
+
+    proc = subprocess.Popen([sys.executable, "-c", SLOW_UNSHARE], stdout=subprocess.PIPE, text=True)
+    try:
+        found = runner._child_namespace(proc, threading.Event())
+        out, _ = proc.communicate(timeout=120)
+    finally:
+        proc.kill()
+        proc.wait()
+    assert proc.returncode == 0, out
+    assert found == out.strip() and found != runner.pid_namespace(os.getpid()), (found, out)
+
+
+def test_waiting_for_the_namespace_ends_when_unshare_ends_without_one():
+    import threading
+
+    proc = subprocess.Popen([sys.executable, "-c", "import sys; sys.exit(7)"])
+    assert runner._child_namespace(proc, threading.Event()) == ""
+    assert proc.returncode == 7
+
+
 def test_a_process_under_the_namespace_number_without_the_mark_is_not_the_runs():
     here = runner.pid_namespace(os.getpid())
     sleeper = subprocess.Popen(["sleep", "60"], env={**os.environ, runner.MARK: "theirs"}, start_new_session=True)

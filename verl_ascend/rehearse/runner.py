@@ -128,22 +128,27 @@ def pid_namespace(pid: int) -> str:
         return ""
 
 
-def _child_namespace(unshare_pid: int, timeout: float = 30.0) -> str:
+def _child_namespace(proc, stop: threading.Event) -> str:
     """The PID namespace unshare made for main_ppo, read from unshare itself.
 
-    ``/proc/<unshare>/ns/pid_for_children`` names the new namespace from unshare's ``unshare(CLONE_NEWPID)``
-    on, before its child exists, for as long as unshare lives (until the namespace's last process ended).
-    Looking for the child instead missed a child that started and exited while this process was not
-    scheduled (a loaded host): the run then had no namespace to check."""
-    own = pid_namespace(unshare_pid)
-    deadline = time.time() + timeout
-    while time.time() < deadline:
+    ``/proc/<unshare>/ns/pid_for_children`` names the new namespace once unshare has called
+    ``unshare(CLONE_NEWPID)`` *and* forked the namespace's first process: in between (with ``--user`` that
+    includes writing its uid map) the kernel has no reaper for it and the link reads ENOENT
+    (fs/proc/namespaces.c, kernel/pid_namespace.c: pidns_for_children_get). So an unreadable link means
+    "not yet" while unshare lives, and "gone" only once unshare has exited. Looking for the child instead
+    missed a child that started and exited while this process was not scheduled (a loaded host).
+    No deadline: the wait ends when the namespace appears, when unshare ends, or when ``stop`` is set
+    (the run's watchdog, which ends unshare too)."""
+    own = pid_namespace(proc.pid)
+    while not stop.is_set():
         try:
-            ns = os.readlink(f"/proc/{unshare_pid}/ns/pid_for_children")
+            ns = os.readlink(f"/proc/{proc.pid}/ns/pid_for_children")
+            if own and ns != own:
+                return ns
         except OSError:
+            pass
+        if proc.poll() is not None:
             return ""  # unshare has ended: its namespace is gone with it
-        if own and ns != own:
-            return ns
         time.sleep(0.01)
     return ""
 
@@ -251,9 +256,6 @@ def _run_once(argv, env, cwd, log_path, ray_tmp, timeout, label, out, said, name
     with open(log_path, "w") as log:
         proc = subprocess.Popen(prefix + argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                 stderr=subprocess.STDOUT, text=True, errors="replace", start_new_session=True)
-        ns = _child_namespace(proc.pid) if prefix else ""
-        if namespace is not None:
-            namespace.extend([ns, mark])
 
         def expire():  # a wrong Ray resource setting hangs silently: the watchdog ends it
             timed_out.set()
@@ -262,7 +264,11 @@ def _run_once(argv, env, cwd, log_path, ray_tmp, timeout, label, out, said, name
         watchdog = threading.Timer(timeout, expire)
         watchdog.daemon = True
         watchdog.start()
+        ns = ""
         try:
+            ns = _child_namespace(proc, timed_out) if prefix else ""
+            if namespace is not None:
+                namespace.extend([ns, mark])
             for line in proc.stdout:
                 log.write(line)
                 log.flush()
