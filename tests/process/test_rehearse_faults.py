@@ -6,6 +6,7 @@ the second run's initial weights (that run beside one busy process: CI's own loa
 recipe's data file without the prompt column, fails in the TaskRunner before any worker starts.
 """
 
+import json
 import pickle
 import tempfile
 from pathlib import Path
@@ -16,6 +17,13 @@ RAISING_REWARD = '''
 def compute_score(data_source, solution_str, ground_truth, extra_info=None, **kwargs):
     raise ValueError("planted reward fault: the recipe's reward function raises")
 '''
+
+
+# Qwen2-7B-Instruct's published architecture (its config.json on the model hub; only the fields the tiny model reads)
+QWEN2_CONFIG = {"architectures": ["Qwen2ForCausalLM"], "model_type": "qwen2", "hidden_size": 3584,
+                "intermediate_size": 18944, "num_hidden_layers": 28, "num_attention_heads": 28, "num_key_value_heads": 4,
+                "vocab_size": 152064, "max_position_embeddings": 32768, "rope_theta": 1000000.0, "rms_norm_eps": 1e-06,
+                "tie_word_embeddings": False, "hidden_act": "silu"}
 
 
 def _drop_one_tensor(dist_ckpt: Path) -> str:
@@ -73,10 +81,22 @@ def test_a_data_file_missing_a_column_fails_the_rehearsal_naming_it_and_leaves_n
             pq.write_table(table, data / f"{name}.parquet")
         out = tmp / "out"
         # weights named by --override: the run ends before any worker loads them, a conversion would only cost time
-        weights = weights_named(f"{tmp}/no-weights")
-        proc = rehearse(out, "--nproc", "1", "--steps", "1", "--env", f"DATA_DIR={data}", *weights)
+        (tmp / "no-weights").mkdir()  # a folder here: used as given (a path absent here would be converted)
+        weights = weights_named(tmp / "no-weights")
+        # the model as a user names it after the recipe: a folder holding only the model's config.json. It is
+        # the tiny model's source and is replaced like the recipe's own path (appended as given, verl loaded
+        # its tokenizer from that folder and failed before the planted fault)
+        hf = tmp / "hf"
+        hf.mkdir()
+        (hf / "config.json").write_text(json.dumps(QWEN2_CONFIG))
+        proc = rehearse(out, "--nproc", "1", "--steps", "1", "--env", f"DATA_DIR={data}", *weights,
+                        "--override", f"actor_rollout_ref.model.path={hf}")
         assert proc.returncode == 1, proc.stdout[-3000:] + proc.stderr[-3000:]
-        assert f"data: the recipe's {data / 'train.parquet'}" in (out / "changes.txt").read_text()
+        changes = (out / "changes.txt").read_text()
+        assert f"data: the recipe's {data / 'train.parquet'}" in changes
+        assert f"from config.json at {hf / 'config.json'}" in changes, changes
+        # ...and main_ppo ran on the tiny model: the user's folder is named nowhere in its config
+        assert str(hf) not in (out / "console.log").read_text(errors="replace"), logs_tail(out)
         assert "KeyError: 'prompt'" in proc.stderr, (proc.stderr[-3000:], logs_tail(out))
         assert not list((out / "checkpoints").glob("global_step_*"))
         assert_nothing_left(proc, out)

@@ -33,14 +33,24 @@ def test_a_recipe_loading_a_dist_checkpoint_gets_the_converted_tiny_model(tmp_pa
 
 
 def test_weights_the_user_names_for_every_loading_role_are_used_unconverted(tmp_path, converted):
-    given = [f"actor_rollout_ref.{role}.megatron.dist_checkpointing_path=/ckpt/mine" for role in plan.ROLES]
+    (tmp_path / "mine").mkdir()
+    given = [f"actor_rollout_ref.{role}.megatron.dist_checkpointing_path={tmp_path / 'mine'}" for role in plan.ROLES]
     m, changes = _weights(tmp_path, LOADS_BOTH, given)
     assert converted == [] and m.dist_ckpt == "" and m.weights_given
     assert "initial weights: the dist checkpoint that --override names (nothing converted here)" in changes, changes
 
 
+def test_a_path_of_the_clusters_that_is_not_here_is_replaced_by_the_conversion(tmp_path, converted):
+    # a user passing the recipe's "$@" as on the cluster: the folder exists there, not on this machine
+    given = [f"actor_rollout_ref.{role}.megatron.dist_checkpointing_path={tmp_path / 'absent'}" for role in plan.ROLES]
+    m, changes = _weights(tmp_path, LOADS_BOTH, given)
+    assert len(converted) == 1 and m.dist_ckpt == str(tmp_path / "mcore") and not m.weights_given
+    assert "initial weights: the tiny model converted by verl-ascend convert" in changes, changes
+
+
 def test_one_role_named_still_converts_for_the_other(tmp_path, converted):
-    given = ["actor_rollout_ref.actor.megatron.dist_checkpointing_path=/ckpt/mine"]
+    (tmp_path / "mine").mkdir()
+    given = [f"actor_rollout_ref.actor.megatron.dist_checkpointing_path={tmp_path / 'mine'}"]
     m, _ = _weights(tmp_path, LOADS_BOTH, given)
     assert len(converted) == 1 and m.dist_ckpt and not m.weights_given
 

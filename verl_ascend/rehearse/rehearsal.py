@@ -198,12 +198,14 @@ def _megatron(overrides, nproc: int, built: dict, model_dir: Path, mcore_dir: Pa
     """How the Megatron recipe runs here: layout, initial weights (converted), bridge.
 
     ``given``: the user's own ``--override`` items; where they name every loading role's
-    ``dist_checkpointing_path``, those weights are used and nothing is converted."""
+    ``dist_checkpointing_path`` and each path is on this machine, those weights are used and nothing is
+    converted (a path of the cluster's, absent here, is replaced like the recipe's own)."""
     tp, pp, note = plan_mod.megatron_layout(overrides, nproc, built["layers"])
     loading = [role for role in plan_mod.ROLES
                if plan_mod.is_true(overrides, f"actor_rollout_ref.{role}.megatron.use_dist_checkpointing")]
     named = {role for role in loading
-             if plan_mod.value_of(given, f"actor_rollout_ref.{role}.megatron.dist_checkpointing_path")}
+             if os.path.exists(str(plan_mod.value_of(given, f"actor_rollout_ref.{role}.megatron.dist_checkpointing_path")
+                                   or ""))}
     dist_ckpt = str(mcore_dir) if loading and set(loading) - named else ""
     if dist_ckpt:
         convert_tiny_model(model_dir, dist_ckpt)
@@ -317,7 +319,13 @@ def _rehearse(options, recipe, launch, out, ckpt_dir, work, model_dir, started) 
         except ConvertFailed as exc:
             print(f"verl-ascend rehearse: {exc}", file=sys.stderr)
             return 1
-    the_plan = plan_mod.build(launch.config_name, list(launch.overrides), model_dir=str(model_dir), train_file=train,
+    # --override items are the recipe's last overrides, as its "$@" would be: they go through the plan like the
+    # recipe's own (a model path or size given there is replaced, and listed), but for initial weights the
+    # rehearsal uses as given (see _megatron)
+    given_weights = [item for item in options.overrides if megatron and megatron.weights_given
+                     and plan_mod.split(item)[1].endswith(".megatron.dist_checkpointing_path")]
+    recipe_and_user = list(launch.overrides) + [item for item in options.overrides if item not in given_weights]
+    the_plan = plan_mod.build(launch.config_name, recipe_and_user, model_dir=str(model_dir), train_file=train,
                               val_file=val, nproc=nproc, steps=steps, prompt_length=plen,
                               response_length=RESPONSE_LENGTH, ckpt_dir=str(ckpt_dir), ray_tmp=ray_tmp,
                               n_resp=N_RESP, batch=batch, reward_file=reward_file, megatron=megatron)
@@ -327,7 +335,7 @@ def _rehearse(options, recipe, launch, out, ckpt_dir, work, model_dir, started) 
                f"parameters, random weights{', MoE kept' if built['moe'] else ''}; tokenizer: byte-level BPE trained "
                "here (offline)", data_note, reward_note] + the_plan.changes
     kept = [f"kept: {item}" for item in the_plan.kept]
-    extra = [f"added after the recipe (--override): {item}" for item in options.overrides]
+    extra = [f"--override (read as the recipe's last overrides): {item}" for item in options.overrides]
     report = [f"rehearsal of {recipe} ({launch.module}, trainer.use_v1={use_v1})", "scaled down for CPU:"]
     report += [f"  - {c}" for c in changes] + [f"  {k}" for k in kept + extra]
     tmp_report = out / "changes.txt.tmp"
@@ -340,7 +348,7 @@ def _rehearse(options, recipe, launch, out, ckpt_dir, work, model_dir, started) 
     run_cwd = launch.cwd if launch.module == DAPO_TRAINER else str(out)
     if launch.config_path not in ("config", "") and os.path.isabs(launch.config_path):
         argv.append(f"--config-path={launch.config_path}")
-    base = the_plan.overrides + list(options.overrides)
+    base = the_plan.overrides + given_weights
     env = child_env(launch.env, megatron)
     from verl_ascend.rehearse import runner
 
