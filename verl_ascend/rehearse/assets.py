@@ -43,7 +43,9 @@ def source_config(model_path: str) -> tuple:
     facts, why = lookup(str(model_path))
     if facts is None:
         raise AssetError(f"cannot tell the architecture of {model_path}: {why}. Fix: run rehearse where the model "
-                         "path holds its config.json, or set MODEL_PATH to a local HF model folder")
+                         "path holds its config.json, or name a local folder holding the model's config.json "
+                         "(--env MODEL_PATH=DIR where the recipe reads MODEL_PATH, else "
+                         "--override actor_rollout_ref.model.path=DIR)")
     name = path.name.lower()
     for stem, moe, model_type, arch in FAMILIES:
         if name.startswith(stem) and moe == facts.is_moe:
