@@ -9,9 +9,10 @@ import pytest
 
 from verl_ascend.core.findings import exit_code
 from verl_ascend.core.ifname import gloo_selected, hccl_selected
-from verl_ascend.doctor import board_probe, hccl, network, npu, software, versions
+from verl_ascend.doctor import board_probe, cann, hccl, network, npu, patches, python, versions
 from verl_ascend.doctor import env as env_checks
 from verl_ascend.doctor import ray as ray_checks
+from verl_ascend.doctor import torch as torch_checks
 from verl_ascend.doctor.network import Interface
 
 pytestmark = pytest.mark.verl_agnostic
@@ -26,11 +27,11 @@ IFACES = {
 
 
 def torch_findings(torch_v, npu_v, problem, ascend):
-    return software.check_torch(torch_v) + software.check_torch_npu(torch_v, (npu_v, problem), ascend)
+    return torch_checks.check_torch(torch_v) + torch_checks.check_torch_npu(torch_v, (npu_v, problem), ascend)
 
 
 def cann_findings(env, ascend, **kw):
-    return software.check_cann(env, ascend, **kw) + software.check_nnal(env, ascend, **kw)
+    return cann.check_cann(env, ascend, **kw) + cann.check_nnal(env, ascend, **kw)
 
 
 def visible_findings(env, npu_count):
@@ -47,9 +48,9 @@ def one(findings, check):
 
 
 def test_python_paths():
-    assert states(software.check_python((3, 11, 7))) == {"python": "ok"}
-    assert states(software.check_python((3, 12, 1))) == {"python": "warning"}
-    bad = one(software.check_python((3, 9, 18)), "python")
+    assert states(python.check_python((3, 11, 7))) == {"python": "ok"}
+    assert states(python.check_python((3, 12, 1))) == {"python": "warning"}
+    bad = one(python.check_python((3, 9, 18)), "python")
     assert bad.severity == "error" and "3.9.18" in bad.message and bad.fix
 
 
@@ -233,12 +234,12 @@ def _report(states_by_name, active=True, verl_error=None):
 
 
 def test_patch_status_paths():
-    assert states(software.check_patches(_report({"device": "applied", "x": "not applicable"}))) == {"plugin.patches": "ok"}
-    failed = software.check_patches(_report({"device": "failed"}))
+    assert states(patches.check_patches(_report({"device": "applied", "x": "not applicable"}))) == {"plugin.patches": "ok"}
+    failed = patches.check_patches(_report({"device": "failed"}))
     assert failed[0].severity == "error" and "device" in failed[0].message and "boom" in failed[0].message
-    assert software.check_patches(_report({"device": "disabled"}))[0].severity == "warning"
-    assert software.check_patches(_report({}, active=False))[0].severity == "warning"
-    assert software.check_patches(_report({}, verl_error="ImportError: x"))[0].severity == "error"
+    assert patches.check_patches(_report({"device": "disabled"}))[0].severity == "warning"
+    assert patches.check_patches(_report({}, active=False))[0].severity == "warning"
+    assert patches.check_patches(_report({}, verl_error="ImportError: x"))[0].severity == "error"
 
 
 def test_ray_paths_that_contact_nothing(tmp_path):

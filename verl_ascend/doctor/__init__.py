@@ -1,7 +1,7 @@
 """`verl-ascend doctor`: is this node ready for a verl job on Ascend NPUs?
 
 Every check is a row of ``checks.CHECKS`` (id, ``--skip`` group, function, what it judges); its module
-is named for its group: ``software`` (python, torch, cann, patches), ``npu`` and ``board_probe`` (npu),
+is named for its group: ``python``, ``torch``, ``cann``, ``patches``, ``npu`` and ``board_probe`` (npu),
 ``network`` (HCCL/Gloo interface variables; shared with ``scripts/hccl_check.py``), ``hccl`` (HCCL
 timeouts, port base, free ports), ``env`` (visible devices, Ray's device variable, ulimit),
 ``versions`` and ``known_good`` (versions), ``ray`` (the local Ray head). ``node`` reads the facts

@@ -4,9 +4,9 @@ takes its groups from here, each check function names itself (``ok(check_port_ba
 its id from here, and tests/unit/test_doctor_table.py holds docs/doctor.md's table to it.
 
 ``function`` is ``module.name`` inside ``verl_ascend.doctor`` (the module is named for the group,
-except the software stack's ``software``, the npu group's ``board_probe`` and the versions group's
-``known_good`` data); ``facts`` are the :class:`.node.Node` facts it is called with, in order. Kept as
-text so that reading the groups (``verl-ascend --help``) imports no check module.
+except the npu group's ``board_probe`` and the versions group's ``known_good`` data); ``facts`` are
+the :class:`.node.Node` facts it is called with, in order. Kept as text so that reading the groups
+(``verl-ascend --help``) imports no check module.
 """
 
 import dataclasses
@@ -34,13 +34,13 @@ _NET = ("env", "interfaces", "nnodes")
 _SMI = ("smi", "chip_map")
 
 CHECKS = (
-    Check("python", "python", "software.check_python", ("python_version",), "3.10+; newer than 3.11 warns"),
-    Check("torch", "torch", "software.check_torch", ("torch_version",), "torch is installed"),
-    Check("torch_npu", "torch", "software.check_torch_npu", ("torch_version", "torch_npu", "ascend"),
+    Check("python", "python", "python.check_python", ("python_version",), "3.10+; newer than 3.11 warns"),
+    Check("torch", "torch", "torch.check_torch", ("torch_version",), "torch is installed"),
+    Check("torch_npu", "torch", "torch.check_torch_npu", ("torch_version", "torch_npu", "ascend"),
           "torch_npu imports and is built for the installed torch release"),
-    Check("cann.env", "cann", "software.check_cann", ("env", "ascend"),
+    Check("cann.env", "cann", "cann.check_cann", ("env", "ascend"),
           "the CANN toolkit variables: set, existing, one toolkit, on LD_LIBRARY_PATH"),
-    Check("cann.nnal", "cann", "software.check_nnal", ("env", "ascend"), "the NNAL/ATB environment is sourced"),
+    Check("cann.nnal", "cann", "cann.check_nnal", ("env", "ascend"), "the NNAL/ATB environment is sourced"),
     Check("npu.devices", "npu", "npu.check_devices", ("smi", "npus_per_node", "chip_map"),
           "npu-smi's rank devices and HBM vs the ranks per node"),
     Check("npu.platform", "npu", "npu.check_platform", _SMI, "the platform npu-smi shows, as a check --device profile"),
@@ -82,7 +82,7 @@ CHECKS = (
           "vllm, torch, torch_npu as the installed vllm-ascend release was tested with"),
     Check("versions.trainer_loop", "versions", "versions.check_trainer_loop", (),
           "verl's default trainer loop has its packages"),
-    Check("plugin.patches", "patches", "software.check_patches", ("patch_report",),
+    Check("plugin.patches", "patches", "patches.check_patches", ("patch_report",),
           "import verl works; no verl-ascend patch failed or was switched off"),
     Check("ray.cluster", "ray", "ray.check_ray",
           ("ray_address", "ray_how", "local_ips", "nnodes", "ranks_per_node", "ray_timeout", "ranks_basis"),

@@ -59,7 +59,7 @@ class Node:
         return self.versions["torch"]
 
     def _read_torch_npu(self):
-        from .software import torch_npu_facts
+        from .torch import torch_npu_facts
 
         return torch_npu_facts()
 

@@ -5,7 +5,7 @@ tensordict, vllm-ascend vs vllm, MindSpeed, and whether verl's default trainer l
 from verl_ascend.core import verl_install
 
 from .findings import error, ok, skip, warn
-from .software import release
+from .torch import release
 
 # dist names doctor reads the installed versions of (core.platform.installed_versions)
 DISTS = ("verl", "tensordict", "vllm", "vllm-ascend", "mindspeed", "megatron-core", "torch", "torch-npu")
