@@ -84,8 +84,9 @@ def test_a_data_file_missing_a_column_fails_the_rehearsal_naming_it_and_leaves_n
         (tmp / "no-weights").mkdir()  # a folder here: used as given (a path absent here would be converted)
         weights = weights_named(tmp / "no-weights")
         # the model as a user names it after the recipe: a folder holding only the model's config.json. It is
-        # the tiny model's source and is replaced like the recipe's own path (appended as given, verl loaded
-        # its tokenizer from that folder and failed before the planted fault)
+        # the tiny model's source and is replaced like the recipe's own path (appended as given, it reached
+        # main_ppo as the model itself: with verl's run_qwen2-7b_math_megatron.sh, whose data keeps its prompt
+        # column, verl's dataset then failed on a tokenizer without a chat template)
         hf = tmp / "hf"
         hf.mkdir()
         (hf / "config.json").write_text(json.dumps(QWEN2_CONFIG))

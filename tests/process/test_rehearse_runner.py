@@ -9,6 +9,7 @@ import io
 import os
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -82,8 +83,6 @@ SLOW_UNSHARE = ("import ctypes, os, sys, time\n"
 
 
 def test_the_namespace_is_found_when_unshare_is_slow_to_fork_its_first_process():
-    import threading
-
     proc = subprocess.Popen([sys.executable, "-c", SLOW_UNSHARE], stdout=subprocess.PIPE, text=True)
     try:
         found = runner._child_namespace(proc, threading.Event())
@@ -96,8 +95,6 @@ def test_the_namespace_is_found_when_unshare_is_slow_to_fork_its_first_process()
 
 
 def test_waiting_for_the_namespace_ends_when_unshare_ends_without_one():
-    import threading
-
     proc = subprocess.Popen([sys.executable, "-c", "import sys; sys.exit(7)"])
     assert runner._child_namespace(proc, threading.Event()) == ""
     assert proc.returncode == 7

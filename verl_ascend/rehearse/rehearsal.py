@@ -322,8 +322,10 @@ def _rehearse(options, recipe, launch, out, ckpt_dir, work, model_dir, started) 
     # --override items are the recipe's last overrides, as its "$@" would be: they go through the plan like the
     # recipe's own (a model path or size given there is replaced, and listed), but for initial weights the
     # rehearsal uses as given (see _megatron)
-    given_weights = [item for item in options.overrides if megatron and megatron.weights_given
-                     and plan_mod.split(item)[1].endswith(".megatron.dist_checkpointing_path")]
+    given_weights = []
+    if megatron and megatron.weights_given:
+        given_weights = [item for item in options.overrides
+                         if plan_mod.split(item)[1].endswith(".megatron.dist_checkpointing_path")]
     recipe_and_user = list(launch.overrides) + [item for item in options.overrides if item not in given_weights]
     the_plan = plan_mod.build(launch.config_name, recipe_and_user, model_dir=str(model_dir), train_file=train,
                               val_file=val, nproc=nproc, steps=steps, prompt_length=plen,

@@ -266,7 +266,8 @@ def _run_once(argv, env, cwd, log_path, ray_tmp, timeout, label, out, said, name
         watchdog.start()
         ns = ""
         try:
-            ns = _child_namespace(proc, timed_out) if prefix else ""
+            if prefix:
+                ns = _child_namespace(proc, timed_out)
             if namespace is not None:
                 namespace.extend([ns, mark])
             for line in proc.stdout:
