@@ -41,7 +41,7 @@ def _run(tmp_path, code: str, timeout: float):
         pytest.fail("unshare refused a PID namespace here; CI hosts give one (root, or user namespaces)")
     spaces, out = [], io.StringIO()
     result = runner.run([sys.executable, "-c", code], dict(os.environ), str(tmp_path), tmp_path / "log",
-                        str(tmp_path / "ray"), timeout, "stand-in", out=out, namespace=spaces)
+                        timeout, "stand-in", out=out, namespace=spaces)
     return result, spaces, (tmp_path / "log").read_text()
 
 
@@ -149,7 +149,7 @@ def test_a_ray_that_did_not_start_in_its_fixed_wait_is_started_once_more(tmp_pat
              "print('step:1 - actor/grad_norm:0.5', flush=True)\n")
     spaces, out = [], io.StringIO()
     code, seen, error = runner.run([sys.executable, "-c", flaky], dict(os.environ), str(tmp_path), tmp_path / "log",
-                                   str(tmp_path / "ray"), 120, "stand-in", out=out, namespace=spaces)
+                                   120, "stand-in", out=out, namespace=spaces)
     assert (code, seen, error) == (0, [1], ""), (code, seen, error, out.getvalue())
     assert "did not start within Ray's fixed 30 s" in out.getvalue() and "once more" in out.getvalue()
     assert "timed out during startup" in (tmp_path / "log.ray-start-1").read_text()

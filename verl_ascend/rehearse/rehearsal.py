@@ -287,8 +287,15 @@ def run(options) -> int:
     out.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix="va-rh-"))  # short: Ray's socket paths must stay < 108 bytes
     model_dir = out / "model" if options.keep_model else work / "model"
+    from verl_ascend.rehearse import reaper
+
     try:
-        return _rehearse(options, recipe, launch, out, ckpt_dir, work, model_dir, started)
+        # a stop signal raises reaper.Stopped here: whatever runs (the converter, a main_ppo) is ended on the way out
+        with reaper.stop_signals_raise():
+            return _rehearse(options, recipe, launch, out, ckpt_dir, work, model_dir, started)
+    except reaper.Stopped as stop:
+        print(f"verl-ascend rehearse: {stop}; the run was ended (nothing of it is left running)", file=sys.stderr)
+        return 128 + stop.signum
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
@@ -363,7 +370,7 @@ def _rehearse(options, recipe, launch, out, ckpt_dir, work, model_dir, started) 
               flush=True)
         spaces = []
         code, seen, error = runner.run(argv + overrides_run + [f"hydra.run.dir={out / 'hydra'}"], env, run_cwd, log,
-                                       ray_tmp, options.timeout, label, said=said, namespace=spaces)
+                                       options.timeout, label, said=said, namespace=spaces)
         logs.append(log)
         if spaces and spaces[0]:
             print(f"rehearse: {label}: {trainer} ran in PID namespace {spaces[0]} (its processes carry "

@@ -6,8 +6,11 @@ so neither a group kill nor a scan of command lines finds them all. The run ther
 PID namespace (util-linux ``unshare --pid --fork --kill-child --mount-proc``, with
 ``--user --map-root-user`` when not root): main_ppo is its first process, and when it ends — exits,
 fails, times out, or ``unshare`` itself is killed by Ctrl-C or a watchdog — the kernel ends every
-process in the namespace. Nothing is waited for. Where the kernel refuses the namespace, the run
-falls back to the process group plus a scan for the run's Ray folder, and says so.
+process in the namespace. Nothing is waited for. ``rehearse`` being stopped or killed ends the run
+too (:mod:`.reaper`: a stop signal is turned into an exception that ends the run on the way out;
+``unshare`` dies with its parent by the kernel's parent-death signal). Where the kernel refuses the
+namespace, every process carrying the run's mark in its environment is ended instead, by ``rehearse``
+or, if it was killed, by the run's guard process, and the run says so.
 """
 
 import collections
@@ -19,6 +22,9 @@ import sys
 import threading
 import time
 from pathlib import Path
+
+from verl_ascend.rehearse import reaper
+from verl_ascend.rehearse.reaper import MARK
 
 STEP = re.compile(r"step:(\d+) - ")
 # `Type: message`; a bare `Exception:` too (Ray raises one when its node does not start)
@@ -84,20 +90,6 @@ def _short_step(text: str) -> str:
     return " - ".join(parts) if parts else text[:200]
 
 
-def _processes_naming(marker: str) -> list:
-    pids = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit() or int(entry.name) == os.getpid():
-            continue
-        try:
-            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-        except OSError:
-            continue
-        if marker in cmdline:
-            pids.append(int(entry.name))
-    return pids
-
-
 _ns_ok = []
 
 
@@ -153,8 +145,6 @@ def _child_namespace(proc, stop: threading.Event) -> str:
     return ""
 
 
-MARK = "VERL_ASCEND_REHEARSE_RUN"
-
 
 def processes_in(namespace: str, mark: str) -> list:
     """Pids (as this process sees them) of every process in that PID namespace that carries the run's mark.
@@ -176,13 +166,15 @@ def processes_in(namespace: str, mark: str) -> list:
     return found
 
 
-def end_all(proc, ray_tmp: str, grace: float = 10.0, namespaced: bool = False) -> list:
-    """End main_ppo's process group, then every process that names this run's Ray folder.
+def end_all(proc, mark: str, grace: float = 10.0, namespaced: bool = False) -> list:
+    """End the run; returns the pids of its processes still alive ([]: every one has ended).
 
     ``namespaced``: main_ppo runs as the first process of its own PID namespace, under unshare. Neither
     takes SIGTERM from here (the kernel drops it for a namespace's first process without a handler, and
     unshare --fork leaves it to its child; util-linux 2.38 measured), so only SIGKILL is sent: unshare's
-    --kill-child then ends main_ppo, and with it the namespace."""
+    --kill-child then ends main_ppo, and with it the namespace. Without a namespace: the process group
+    (SIGTERM, then SIGKILL), then every process that carries the run's mark, wherever it went (Ray's
+    daemons leave the group and rename themselves; their environment keeps the mark)."""
     for sig in (signal.SIGKILL,) if namespaced else (signal.SIGTERM, signal.SIGKILL):
         try:
             os.killpg(proc.pid, sig)
@@ -193,20 +185,7 @@ def end_all(proc, ray_tmp: str, grace: float = 10.0, namespaced: bool = False) -
             break
         except subprocess.TimeoutExpired:
             continue
-    leftover = _processes_naming(ray_tmp)
-    for sig in (signal.SIGTERM, signal.SIGKILL):
-        for pid in leftover:
-            try:
-                os.kill(pid, sig)
-            except ProcessLookupError:
-                pass
-        deadline = time.time() + grace
-        while time.time() < deadline and _processes_naming(ray_tmp):
-            time.sleep(0.5)
-        leftover = _processes_naming(ray_tmp)
-        if not leftover:
-            break
-    return leftover
+    return [] if namespaced else reaper.end_marked(mark, grace=min(grace, 5.0))
 
 
 # Ray gives its local node a fixed 30 s to register with the GCS (ray/_private/node.py, Node.__init__; raised
@@ -220,7 +199,7 @@ def ray_did_not_start(code: int, steps: list, error: str) -> bool:
     return code != 0 and not steps and RAY_START_TIMEOUT in error
 
 
-def run(argv: list, env: dict, cwd: str, log_path: Path, ray_tmp: str, timeout: float, label: str, out=sys.stdout,
+def run(argv: list, env: dict, cwd: str, log_path: Path, timeout: float, label: str, out=sys.stdout,
         said=None, namespace=None):
     """Run main_ppo; returns ``(exit code, step numbers seen, error line)``. Ctrl-C propagates after cleanup.
 
@@ -230,7 +209,7 @@ def run(argv: list, env: dict, cwd: str, log_path: Path, ray_tmp: str, timeout: 
     A run whose Ray did not start in Ray's fixed wait (``RAY_START_TIMEOUT``) is started once more, saying so;
     the first attempt's log is kept beside the log as ``<name>.ray-start-1``.
     """
-    result = _run_once(argv, env, cwd, log_path, ray_tmp, timeout, label, out, said, namespace)
+    result = _run_once(argv, env, cwd, log_path, timeout, label, out, said, namespace)
     if ray_did_not_start(*result):
         kept = log_path.with_name(log_path.name + ".ray-start-1")
         log_path.replace(kept)
@@ -238,28 +217,33 @@ def run(argv: list, env: dict, cwd: str, log_path: Path, ray_tmp: str, timeout: 
               f"ray-project/ray#47087); starting {label} once more (first attempt's log: {kept})", file=out, flush=True)
         if namespace is not None:
             del namespace[:]
-        result = _run_once(argv, env, cwd, log_path, ray_tmp, timeout, label, out, said, namespace)
+        result = _run_once(argv, env, cwd, log_path, timeout, label, out, said, namespace)
     return result
 
 
-def _run_once(argv, env, cwd, log_path, ray_tmp, timeout, label, out, said, namespace):
+def _run_once(argv, env, cwd, log_path, timeout, label, out, said, namespace):
     steps, tail, earlier = [], collections.deque(maxlen=TAIL), []
     started = time.time()
     timed_out = threading.Event()
     prefix = namespace_prefix()
     namespaced = bool(prefix)  # how end_all may end the run (see there)
     if not prefix:
-        print(f"  [{label}] no PID namespace here (unshare refused): the run is ended by process group and by "
-              "its Ray folder instead", file=out, flush=True)
+        print(f"  [{label}] no PID namespace here (unshare refused): the run's processes are ended by the mark in "
+              f"their environment ({MARK}) instead, by a guard process if rehearse itself is killed", file=out,
+              flush=True)
     mark = f"{label}-{os.getpid()}-{time.time_ns()}"
     env = {**env, MARK: mark}
+    guard = None if namespaced else reaper.start_guard(mark)  # ends the run if this process is killed
+    left_by_watchdog = []
     with open(log_path, "w") as log:
+        # unshare (or main_ppo itself) gets SIGKILL when this thread dies: a killed rehearse takes the run with it
         proc = subprocess.Popen(prefix + argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                stderr=subprocess.STDOUT, text=True, errors="replace", start_new_session=True)
+                                stderr=subprocess.STDOUT, text=True, errors="replace", start_new_session=True,
+                                preexec_fn=reaper.die_with_parent(os.getpid()))
 
         def expire():  # a wrong Ray resource setting hangs silently: the watchdog ends it
             timed_out.set()
-            end_all(proc, ray_tmp, namespaced=namespaced)
+            left_by_watchdog.extend(end_all(proc, mark, namespaced=namespaced))
 
         watchdog = threading.Timer(timeout, expire)
         watchdog.daemon = True
@@ -292,19 +276,24 @@ def _run_once(argv, env, cwd, log_path, ray_tmp, timeout, label, out, said, name
                 elif any(word in text for word in SHOWN[1:4]):
                     print(f"  [{label} {time.time() - started:4.0f}s] {text.strip()[:200]}", file=out, flush=True)
             code = proc.wait()
-        except BaseException:
+        except BaseException:  # Ctrl-C, a stop signal (reaper.Stopped), an error here: the run ends with us
             watchdog.cancel()
-            end_all(proc, ray_tmp, namespaced=namespaced)
+            end_all(proc, mark, namespaced=namespaced)
             raise
+        finally:
+            if guard is not None:
+                os.close(guard)  # the guard ends whatever still carries the mark, then exits
         watchdog.cancel()
-    leftover = end_all(proc, ray_tmp, namespaced=namespaced)
+    leftover = end_all(proc, mark, namespaced=namespaced)
     if ns:
         # unshare returned after reaping its child, the namespace's first process; Linux does not let that
         # process finish exiting before every other process of the namespace has (zap_pid_ns_processes), so
         # this scan finds none by construction: it checks the construction, it does not wait for it
         leftover = sorted(set(leftover) | set(processes_in(ns, mark)))
     if timed_out.is_set():
-        return 124, steps, f"main_ppo did not finish within {timeout:.0f} s (every process of the run was ended)"
+        alive = sorted(set(leftover) | (set(left_by_watchdog) & set(reaper.marked(mark))))
+        ended = (f"processes {alive} of the run are still alive" if alive else "every process of the run was ended")
+        return 124, steps, f"main_ppo did not finish within {timeout:.0f} s ({ended})"
     error = first_error(tail, earlier) if code != 0 else ""
     if code != 0 and not error:
         error = "its output names no error; its last lines:\n" + last_lines(tail)
