@@ -40,6 +40,17 @@ def test_refusal_on_verl_without_platform_registry(tmp_path):
     assert not (tmp_path / "out").exists()
 
 
+@needs_09
+def test_a_recipe_with_a_critic_is_refused_naming_the_role_before_anything_runs(tmp_path):
+    # PPO with GAE and no critic.enable: verl trains a critic (need_critic), which the plan does not scale
+    wild = ROOT / "tests" / "fixtures" / "wild_recipes" / "hub_id_with_critic.sh"
+    proc = run_cli("rehearse", str(wild), "--out", str(tmp_path / "out"), timeout=300)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "trains a critic (critic.enable=null, algorithm.adv_estimator=gae)" in proc.stderr, proc.stderr
+    assert "--override critic.enable=False" in proc.stderr
+    assert not (tmp_path / "out").exists()
+
+
 REHEARSAL_RECORDS = {"rehearse_platform", "rehearse_backend", "rehearse_offload", "rehearse_rollout", "rehearse_report",
                      "rehearse_mcore_cuda", "rehearse_mcore_rng", "rehearse_mcore_spec", "rehearse_mcore_attention",
                      "rehearse_mcore_optimizer", "rehearse_mcore_norm"}
@@ -172,14 +183,3 @@ def test_rehearsal_of_a_shipped_megatron_grpo_recipe_trains_saves_and_resumes_on
             fh.truncate(max(1, shard.stat().st_size // 2))
         bad = run_cli("ckpt", "check", str(out / "checkpoints"), timeout=300)
         assert bad.returncode != 0 and shard.name in bad.stdout + bad.stderr, bad.stdout + bad.stderr
-
-
-@pytest.mark.verl_agnostic
-def test_learning_note_only_when_no_step_had_a_gradient(tmp_path):
-    from verl_ascend.rehearse.rehearsal import learning_note
-
-    flat, moving = tmp_path / "flat.log", tmp_path / "moving.log"
-    flat.write_text("step:1 - actor/grad_norm:0.0 - critic/score/mean:0.0\nstep:2 - actor/grad_norm:0.0 - x:1\n")
-    moving.write_text("step:3 - actor/grad_norm:0.71 - critic/score/mean:0.4\n")
-    assert "grad_norm is 0 at every step" in learning_note([flat])
-    assert learning_note([flat, moving]) == ""

@@ -69,6 +69,27 @@ def test_no_module_imports_a_higher_layer():
     assert found == []
 
 
+# Features are side by side; one uses another only where it runs that feature's own job as a step of its own
+# (rehearse prepares gsm8k, converts the tiny model, prints the logs report and reads step lines with its
+# parser; diagnose reads the last step line with that parser). Anything both need otherwise lives in a lower
+# layer (recipe/, core/): rehearse once reached into check/ for a helper.
+FEATURE_USES = {("rehearse", "data"), ("rehearse", "logs"), ("rehearse", "convert"), ("diagnose", "logs")}
+
+
+def feature_imports(module: str, source: str, is_package: bool = False) -> set:
+    mine = module.split(".")[1] if module.count(".") else ""
+    return {(mine, other.split(".")[1]) for other in imported(module, source, is_package)
+            if mine in FEATURES and other.count(".") and other.split(".")[1] in FEATURES and other.split(".")[1] != mine}
+
+
+def test_a_feature_uses_another_only_as_a_step_of_its_own():
+    found = set().union(*(feature_imports(m, src, pkg) for m, src, pkg in all_modules()))
+    assert found - FEATURE_USES == set()
+    # the checker can fail: rehearse reaching into check's helpers
+    assert feature_imports("verl_ascend.rehearse.rehearsal", "from verl_ascend.check.bridge import importable\n") \
+        == {("rehearse", "check")}
+
+
 def test_the_layer_check_catches_an_upward_import():
     # the checker itself must be able to fail: core reaching into a feature, a patch into a command,
     # relative and function-level forms included

@@ -10,22 +10,14 @@ not by its version. A bridge missing here fails every Megatron worker at start-u
 environment matches this one.
 """
 
-import importlib.util
-
 from omegaconf import OmegaConf
 
 from verl_ascend.core.findings import INFO, WARNING, finding
+from verl_ascend.core.platform import importable
 from verl_ascend.recipe.layout import ARR, get
 
 # import name -> (distribution to install, what it is)
 BRIDGES = {"mbridge": ("mbridge", "mbridge"), "megatron.bridge": ("megatron-bridge", "NVIDIA Megatron-Bridge")}
-
-
-def importable(module: str) -> bool:
-    try:
-        return importlib.util.find_spec(module) is not None
-    except (ImportError, ValueError):  # a parent package missing or broken
-        return False
 
 
 def chosen(cfg, role: str):

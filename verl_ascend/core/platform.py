@@ -39,6 +39,14 @@ print(json.dumps({"torch_import_error": error}))
 """
 
 
+def importable(module: str) -> bool:
+    """Whether ``module`` can be imported by this interpreter (found on its path), without importing it."""
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):  # a parent package missing or broken
+        return False
+
+
 class AscendRuntimeError(RuntimeError):
     """This host looks like an Ascend host, but its NPU runtime cannot be used."""
 

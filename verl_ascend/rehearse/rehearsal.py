@@ -8,6 +8,7 @@ prints the ``logs`` report of the run.
 import importlib.util
 import os
 import secrets
+import shlex
 import shutil
 import sys
 import tempfile
@@ -51,6 +52,24 @@ def support_problem() -> str:
         return (f"the installed verl ({root}) has no {', no '.join(missing)}; a CPU rehearsal plugs into those "
                 "(verl 0.9.x has them; 0.5.x and 0.6.x do not). Fix: run rehearse in a verl 0.9 environment")
     return ""
+
+
+def unsupported_roles(overrides) -> list:
+    """The roles beside actor/ref/rollout that the recipe trains or runs, as verl decides them.
+
+    verl (trainer/ppo/utils.py ``need_critic``): ``critic.enable`` when set, else a critic exactly when
+    ``algorithm.adv_estimator=gae``; a reward model when ``reward.reward_model.enable`` (0.9) or the legacy
+    ``reward_model.enable`` is true."""
+    roles = []
+    enable = str(plan_mod.value_of(overrides, "critic.enable", "null")).strip().lower()
+    estimator = str(plan_mod.value_of(overrides, "algorithm.adv_estimator", "gae")).strip().lower()
+    if enable == "true" or (enable in ("null", "none", "") and estimator == "gae"):
+        roles.append(f"a critic (critic.enable={enable}, algorithm.adv_estimator={estimator})")
+    for key in ("reward.reward_model.enable", "reward_model.enable"):
+        if plan_mod.is_true(overrides, key):
+            roles.append(f"a reward model ({key}=True)")
+            break
+    return roles
 
 
 def _files(value) -> list:
@@ -163,20 +182,6 @@ def _print_logs_table(logs, out_dir: Path) -> int:
     return code
 
 
-def learning_note(logs) -> str:
-    """A line when no step had a gradient (a reward constant within every group), else ''."""
-    from verl_ascend.logs.parse import parse_files
-
-    norms = [m.get("actor/grad_norm") for m in parse_files([str(p) for p in logs]).steps.values()]
-    norms = [n for n in norms if n is not None]
-    if norms and all(n == 0 for n in norms):
-        return ("note: actor/grad_norm is 0 at every step: each prompt's responses got the same reward (the gsm8k "
-                "rule scores a random model 0), so GRPO's advantages are 0 and nothing is learned. The loop itself "
-                "ran; to see a learning signal pass a reward that varies, e.g. "
-                "--override reward.custom_reward_function.path=my_reward.py")
-    return ""
-
-
 def _checkpoints(ckpt_dir: Path) -> list:
     return sorted(p.name for p in ckpt_dir.glob("global_step_*") if p.is_dir())
 
@@ -210,9 +215,7 @@ def _megatron(overrides, nproc: int, built: dict, model_dir: Path, mcore_dir: Pa
     if dist_ckpt:
         convert_tiny_model(model_dir, dist_ckpt)
     vanilla = plan_mod.value_of(overrides, "actor_rollout_ref.actor.megatron.vanilla_mbridge")
-    from verl_ascend.check.bridge import importable  # the same answer `check`'s bridge finding gives
-
-    set_vanilla = "True" if vanilla is None and not importable("megatron.bridge") else ""
+    set_vanilla = "True" if vanilla is None and not platform.importable("megatron.bridge") else ""
     ref_own = any(plan_mod.split(item)[1].startswith("actor_rollout_ref.ref.megatron.override_transformer_config")
                   for item in overrides)
     return plan_mod.Megatron(tp=tp, pp=pp, layout_note=note, dist_ckpt=dist_ckpt,
@@ -222,9 +225,7 @@ def _megatron(overrides, nproc: int, built: dict, model_dir: Path, mcore_dir: Pa
 
 def mindspeed_here() -> str:
     """MindSpeed's version when main_ppo's workers can import it (same interpreter and path as here), else ''."""
-    from verl_ascend.check.bridge import importable
-
-    if not importable("mindspeed"):
+    if not platform.importable("mindspeed"):
         return ""
     # a source checkout on PYTHONPATH (how MindSpeed is installed) has no installed-package record
     return platform.installed_version("mindspeed") or "of unrecorded version"
@@ -279,6 +280,13 @@ def run(options) -> int:
     elif launch.module != TRAINER:
         raise RehearseError(f"{recipe} launches {launch.module}; rehearse runs {TRAINER} recipes, and {DAPO_TRAINER} "
                             "from a verl source tree")
+    roles = unsupported_roles(list(launch.overrides) + list(options.overrides))
+    if roles:
+        raise RehearseError(f"{recipe} trains {' and '.join(roles)}; rehearse scales the actor, its rollout and the "
+                            "reference model only (a critic or reward model would keep its cluster model path and "
+                            "sizes). Fix: rehearse the recipe's actor side with --override naming the role off "
+                            "(e.g. --override critic.enable=False --override algorithm.adv_estimator=grpo), or "
+                            "check it with `verl-ascend check`, which reads every role")
     out = Path(options.out or f"rehearse-{recipe.stem}").resolve()
     ckpt_dir = out / "checkpoints"
     if ckpt_dir.exists() and any(ckpt_dir.iterdir()):
@@ -361,6 +369,8 @@ def _rehearse(options, recipe, launch, out, ckpt_dir, work, model_dir, started) 
     env = child_env(launch.env, megatron)
     from verl_ascend.rehearse import runner
 
+    (out / "commands.txt").unlink(missing_ok=True)
+
     logs, said, phases = [], [], [("train", steps, base), ("resume", steps + 1,
                                                   base + [f"trainer.total_training_steps={steps + 1}"])]
     trainer = launch.module.rsplit(".", 1)[-1]  # main_ppo, or main_dapo from a verl tree
@@ -369,6 +379,10 @@ def _rehearse(options, recipe, launch, out, ckpt_dir, work, model_dir, started) 
         print(f"rehearse: {label}: {trainer} to step {last_step} on {nproc} CPU rank(s); log {log}; Ray in {ray_tmp}",
               flush=True)
         spaces = []
+        with open(out / "commands.txt", "a") as fh:  # to run a phase again by hand (without the PID namespace)
+            own = [f"{k}={v}" for k, v in sorted(env.items())
+                   if os.environ.get(k) != v and k not in ("RAY_AUTH_TOKEN", runner.MARK)]
+            fh.write(f"# {label}: cd {shlex.quote(run_cwd)} && \\\n{shlex.join(['env'] + own + argv + overrides_run)}\n")
         code, seen, error = runner.run(argv + overrides_run + [f"hydra.run.dir={out / 'hydra'}"], env, run_cwd, log,
                                        options.timeout, label, said=said, namespace=spaces)
         logs.append(log)
@@ -379,7 +393,7 @@ def _rehearse(options, recipe, launch, out, ckpt_dir, work, model_dir, started) 
             print(f"verl-ascend rehearse: {trainer} ({label}) failed, exit {code}: {error or 'see ' + str(log)}",
                   file=sys.stderr)
             return 1
-        if not seen or max(seen) != last_step:
+        if label == "train" and (not seen or max(seen) != last_step):  # the resume's steps: the verdict's
             print(f"verl-ascend rehearse: {trainer} ({label}) exited 0 but logged steps {seen or 'none'} "
                   f"(expected up to {last_step}); see {log}", file=sys.stderr)
             return 1
@@ -389,12 +403,20 @@ def _rehearse(options, recipe, launch, out, ckpt_dir, work, model_dir, started) 
         print(f"verl-ascend rehearse: no checkpoint global_step_{steps} in {ckpt_dir}", file=sys.stderr)
         return 1
     _print_logs_table(logs, out)
-    note = learning_note(logs)
-    if note:
-        print(note)
+    from verl_ascend.rehearse import verdict
+
+    checks = verdict.judge(logs[0], logs[1], steps, plan_mod.is_true(overrides, "actor_rollout_ref.actor.use_kl_loss"))
+    print(verdict.summary(checks))
     print("the plugin inside the loop, as its processes said it (console*.log, lines '" + runner.SAID + "'):")
     print("\n".join(f"  {line}" for line in said) if said else
           "  nothing: no process of the loop reported (is verl-ascend installed in main_ppo's environment?)")
+    bad = verdict.failed(checks)
+    if bad:
+        print(f"verl-ascend rehearse: both runs exited 0, but the loop failed {len(bad)} check(s): "
+              + "; ".join(f"{c.name} ({c.figure})" for c in bad), file=sys.stderr)
+        for line in verdict.advice(checks):
+            print(f"  {line}", file=sys.stderr)
+        return 1
     print(f"rehearse: ok in {time.time() - started:.0f} s: {steps} step(s), checkpoint, resumed step {steps + 1}; "
           f"outputs in {out} (changes.txt, console*.log, checkpoints/, logs_table.txt, logs.png, logs.csv)")
     return 0

@@ -1,0 +1,86 @@
+"""The rehearsal's verdict on the loop, on the console logs real rehearsals wrote.
+
+Fixtures (tests/fixtures/rehearse/, see README there): the step lines and verl's checkpoint lines of
+``verl-ascend rehearse recipes/grpo_qwen2_5_7b_a2.sh`` (verl 0.9.1, Megatron TP2, 2 steps + resume), kept
+verbatim; and the resume that verl ran from scratch when the checkpoint's tracker file was gone. The planted
+variants change one figure of a real line, each named in the test.
+"""
+
+import re
+from pathlib import Path
+
+import pytest
+
+from verl_ascend.rehearse import verdict
+
+pytestmark = pytest.mark.verl_agnostic
+
+FIX = Path(__file__).resolve().parents[1] / "fixtures" / "rehearse"
+TRAIN, RESUME, SCRATCH = FIX / "grpo_7b_train.log", FIX / "grpo_7b_resume.log", FIX / "grpo_7b_resume_from_scratch.log"
+
+
+def planted(tmp_path, source: Path, step: int, key: str, value: str) -> Path:
+    """``source`` with ``key`` of step ``step`` set to ``value`` (one figure of a real line changed)."""
+    lines = source.read_text().splitlines(keepends=True)
+    pattern = re.compile(rf"(\b{re.escape(key)}:)[^ ]+")
+    out = []
+    for line in lines:
+        if re.search(rf"step:{step} - ", line):
+            line, count = pattern.subn(rf"\g<1>{value}", line)
+            assert count == 1, (key, line[:200])
+        out.append(line)
+    path = tmp_path / f"{source.stem}-{key.replace('/', '_')}.log"
+    path.write_text("".join(out))
+    return path
+
+
+def test_a_healthy_rehearsal_passes_every_check_with_its_figures():
+    checks = verdict.judge(TRAIN, RESUME, 2, kl_loss=True)
+    assert verdict.failed(checks) == [], verdict.summary(checks)
+    text = verdict.summary(checks)
+    assert "verl loaded " in text and "global_step_2" in text
+    assert "steps [3]" in text
+    assert re.search(r"grad_norm > 0 at every update: [0-9.]+, [0-9.]+, [0-9.]+", text), text
+    assert re.search(r"kl_loss > 0 at the resumed step 3: 0\.00\d+ \(step 1: 0,", text), text
+    assert "over steps [1, 2, 3]" in text
+
+
+def test_a_resume_that_found_no_checkpoint_fails_though_it_reached_the_last_step():
+    # the real log: the tracker file removed after the training run; verl trained steps 1..3 again, exit 0
+    text = SCRATCH.read_text()
+    assert verdict.SCRATCH in text and "step:3 - " in text and "step:1 - " in text
+    checks = verdict.judge(TRAIN, SCRATCH, 2, kl_loss=True)
+    bad = [c.name for c in verdict.failed(checks)]
+    assert "resume loaded the checkpoint" in bad and "resumed run's first step is 3" in bad, verdict.summary(checks)
+    assert "Training from scratch" in verdict.summary(checks)
+    assert any("did not continue from the checkpoint" in line for line in verdict.advice(checks))
+
+
+def test_a_zero_gradient_anywhere_fails_and_blames_the_update_not_the_reward(tmp_path):
+    checks = verdict.judge(planted(tmp_path, TRAIN, 2, "actor/grad_norm", "0.0"), RESUME, 2, kl_loss=True)
+    assert [c.name for c in verdict.failed(checks)] == ["actor/grad_norm > 0 at every update"]
+    assert "not > 0 at train step 2" in verdict.summary(checks)
+    assert any("update itself is broken" in line for line in verdict.advice(checks))
+
+
+def test_kl_loss_zero_at_the_resumed_step_fails_only_where_the_recipe_uses_a_kl_loss(tmp_path):
+    resume = planted(tmp_path, RESUME, 3, "actor/kl_loss", "0.0")
+    assert [c.name for c in verdict.failed(verdict.judge(TRAIN, resume, 2, kl_loss=True))] == \
+        ["actor/kl_loss > 0 at the resumed step 3"]
+    no_kl = verdict.judge(TRAIN, resume, 2, kl_loss=False)
+    assert verdict.failed(no_kl) == [] and "kl_loss" not in verdict.summary(no_kl)
+
+
+def test_a_rollout_that_drifts_from_the_actor_fails_at_the_stated_bound(tmp_path):
+    resume = planted(tmp_path, RESUME, 3, "training/rollout_probs_diff_max", "0.25")
+    checks = verdict.judge(TRAIN, resume, 2, kl_loss=True)
+    assert [c.name for c in verdict.failed(checks)] == [f"training/rollout_probs_diff_max < {verdict.PROBS_DIFF_BOUND:g}"]
+    assert "max 0.25" in verdict.summary(checks)
+
+
+def test_a_resume_log_without_verls_checkpoint_line_fails(tmp_path):
+    resume = tmp_path / "resume.log"
+    resume.write_text("".join(line for line in RESUME.read_text().splitlines(keepends=True) if "Resuming" not in line))
+    checks = verdict.judge(TRAIN, resume, 2, kl_loss=True)
+    assert [c.name for c in verdict.failed(checks)] == ["resume loaded the checkpoint"]
+    assert "no line of verl's" in verdict.summary(checks)
