@@ -50,19 +50,3 @@ NPUS_PER_NODE=${NPUS_PER_NODE:-8}
 RAY_PORT=${RAY_PORT:-6166}
 RAY_DASHBOARD_PORT=${RAY_DASHBOARD_PORT:-8260}
 
-# Which bridge verl's Megatron workers build the model through (BRIDGE_ARGS, appended by every
-# Megatron recipe). verl >= 0.8 has the switch actor_rollout_ref.actor.megatron.vanilla_mbridge:
-# its default (False) imports NVIDIA Megatron-Bridge (pip install megatron-bridge), True imports
-# mbridge; verl <= 0.7 has no switch (only mbridge) and its config rejects the key. A recipe cannot
-# tell which verl it will meet, so the choice is this variable:
-#   MEGATRON_BRIDGE=mbridge           vanilla_mbridge=True  (mbridge, what our environments install)
-#   MEGATRON_BRIDGE=megatron-bridge   vanilla_mbridge=False (needs the megatron-bridge package on every node)
-#   MEGATRON_BRIDGE=                  (default) verl's own default; the only choice on verl <= 0.7
-# `verl-ascend check` names the bridge the run will import and whether it is installed.
-case "${MEGATRON_BRIDGE:-}" in
-  mbridge) BRIDGE_ARGS=(actor_rollout_ref.actor.megatron.vanilla_mbridge=True) ;;
-  megatron-bridge) BRIDGE_ARGS=(actor_rollout_ref.actor.megatron.vanilla_mbridge=False) ;;
-  "") BRIDGE_ARGS=() ;;
-  *) echo "a2_env.sh: MEGATRON_BRIDGE=$MEGATRON_BRIDGE: use mbridge, megatron-bridge, or leave it empty (verl's default)" >&2
-     exit 2 ;;
-esac

@@ -15,6 +15,7 @@
 set -euo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 source "$HERE/a2_env.sh"
+source "$HERE/megatron_bridge.sh"
 source "$HERE/dapo_common.sh"
 
 MODEL_PATH=${MODEL_PATH:-$HOME/models/Qwen3-235B-A22B}

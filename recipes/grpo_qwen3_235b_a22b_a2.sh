@@ -13,6 +13,7 @@
 set -euo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 source "$HERE/a2_env.sh"
+source "$HERE/megatron_bridge.sh"
 
 MODEL_PATH=${MODEL_PATH:-$HOME/models/Qwen3-235B-A22B}
 # Megatron dist checkpoint, made once: python scripts/converter_hf_to_mcore.py --hf_model_path $MODEL_PATH --output_path $DIST_CKPT_PATH

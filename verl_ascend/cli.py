@@ -16,6 +16,7 @@ from verl_ascend.core import findings
 COMMANDS = (
     "status",    # what the plugin did in this environment
     "check",     # check RECIPE.sh
+    "bridge",    # bridge NAME: the overrides selecting a Megatron bridge on this verl
     "doctor",    # is this node ready
     "logs",      # logs LOGFILE...
     "diagnose",  # diagnose PATH...

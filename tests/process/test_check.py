@@ -1,10 +1,7 @@
 """`verl-ascend check` as a program (the CLI in subprocesses, each imports verl: keep these few) and the
 shipped shell scripts themselves. What check judges, in-process: tests/unit/test_check_recipes.py."""
 
-import importlib.util
-import re
 import subprocess
-from pathlib import Path
 
 import pytest
 from subproc import FAKE_BIN, ROOT, clean_env, last_json, run_cli
@@ -13,19 +10,9 @@ RECIPES = ROOT / "recipes"
 ARR = "actor_rollout_ref"
 
 
-def _bridge_env() -> dict:
-    """MEGATRON_BRIDGE=mbridge (recipes/a2_env.sh) where the installed verl has the vanilla_mbridge switch:
-    the bridge our environments install."""
-    root = Path(list(importlib.util.find_spec("verl").submodule_search_locations)[0])
-    yaml = root / "trainer" / "config" / "engine" / "megatron.yaml"
-    switch = yaml.is_file() and bool(re.search(r"^vanilla_mbridge:", yaml.read_text(), re.M))
-    return {"MEGATRON_BRIDGE": "mbridge"} if switch else {}
-
-
 def test_cli_json_on_the_235b_recipe(tmp_path):
-    bridge = _bridge_env()
     proc = run_cli("check", str(RECIPES / "grpo_qwen3_235b_a22b_a2.sh"), "--json",
-                   env=clean_env(HOME=str(tmp_path), **bridge), timeout=240)
+                   env=clean_env(HOME=str(tmp_path)), timeout=240)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     report = last_json(proc)
     assert report["layout"]["actor"] == {"strategy": "megatron", "tp": 4, "pp": 8, "cp": 1, "ep": 4, "dp": 4}
@@ -73,3 +60,17 @@ def test_ray_start_waits_for_all_npus(tmp_path):
     usage = subprocess.run(["bash", str(RECIPES / "ray_start_worker.sh")], env=env, capture_output=True, text=True,
                            timeout=60)
     assert usage.returncode == 2 and "HEAD_IP" in usage.stderr
+
+
+def test_bridge_command_prints_what_selects_each_bridge_on_this_verl():
+    from verl_ascend.core import verl_install
+
+    switch = verl_install.bridge_switch()
+    mb = run_cli("bridge", "mbridge", timeout=120)
+    assert mb.returncode == 0, mb.stderr
+    assert mb.stdout.split() == ([f"{ARR}.actor.megatron.vanilla_mbridge=True"] if switch else []), mb.stdout
+    nv = run_cli("bridge", "megatron-bridge", timeout=120)
+    if switch:
+        assert nv.returncode == 0 and nv.stdout.split() == [f"{ARR}.actor.megatron.vanilla_mbridge=False"], nv
+    else:  # verl <= 0.7: mbridge is its only bridge
+        assert nv.returncode == 2 and "mbridge only" in nv.stderr and "MEGATRON_BRIDGE=mbridge" in nv.stderr, nv

@@ -46,7 +46,7 @@ def test_a_recipe_with_a_critic_is_refused_naming_the_role_before_anything_runs(
     wild = ROOT / "tests" / "fixtures" / "wild_recipes" / "hub_id_with_critic.sh"
     proc = run_cli("rehearse", str(wild), "--out", str(tmp_path / "out"), timeout=300)
     assert proc.returncode == 2, proc.stdout + proc.stderr
-    assert "trains a critic (critic.enable=null, algorithm.adv_estimator=gae)" in proc.stderr, proc.stderr
+    assert "trains a critic (critic.enable=None, algorithm.adv_estimator=gae)" in proc.stderr, proc.stderr
     assert "--override critic.enable=False" in proc.stderr
     assert not (tmp_path / "out").exists()
 

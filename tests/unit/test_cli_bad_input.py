@@ -18,6 +18,7 @@ def _cases(tmp):
     return {
         "status --patch": (["status", "--patch", "no_such_patch"], "no_such_patch"),
         "check recipe": (["check", missing], missing),
+        "bridge": (["bridge", "nobridge"], "no bridge 'nobridge'"),
         "check --set": (["check", str(recipe), "--set", "trainer.nnodes"], "'trainer.nnodes' is not KEY=VALUE"),
         "check --verl-src": (["check", str(recipe), "--verl-src", missing], missing),
         "doctor --hccn-conf": (["doctor", "--hccn-conf", missing], missing),
@@ -44,7 +45,7 @@ def _rehearsal_supported() -> bool:
     return not rehearsal.support_problem()
 
 
-IDS = ["status --patch", "check recipe", "check --set", "check --verl-src", "doctor --hccn-conf", "logs file",
+IDS = ["status --patch", "check recipe", "bridge", "check --set", "check --verl-src", "doctor --hccn-conf", "logs file",
        "logs --plot", "diagnose path", "diagnose binary", "ckpt check dir", "ckpt check --recipe",
        "ckpt sync relative", "ckpt sync node", "ckpt sync twice", "convert", "gsm8k", "patches check", "rehearse"]
 

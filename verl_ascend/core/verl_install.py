@@ -63,3 +63,32 @@ def v1_install_hint(missing: list) -> str:
     if extra:
         return f'pip install "verl[{extra}]=={version()}" (verl lists them under its {extra} extra)'
     return f"pip install {' '.join(missing)}"
+
+
+# The Megatron bridges verl can build its models through: the name a recipe chooses -> (import name, package).
+BRIDGES = {"mbridge": ("mbridge", "mbridge"), "megatron-bridge": ("megatron.bridge", "megatron-bridge")}
+BRIDGE_KEY = "actor_rollout_ref.actor.megatron.vanilla_mbridge"
+
+
+def bridge_switch() -> bool:
+    """Whether the installed verl has ``megatron.vanilla_mbridge`` (verl >= 0.8: False selects Megatron-Bridge,
+    True mbridge; older verls build through mbridge only and their engine config rejects the key). Read from
+    the engine config verl composes (``trainer/config/engine/megatron.yaml``); the reference model inherits
+    the actor's value there (an ``oc.select``)."""
+    root = package_dir()
+    yaml = root / "trainer" / "config" / "engine" / "megatron.yaml" if root else None
+    return bool(yaml and yaml.is_file() and re.search(r"^vanilla_mbridge:", yaml.read_text(), re.M))
+
+
+def bridge_overrides(name: str) -> list:
+    """The main_ppo overrides that make the installed verl build through bridge ``name``.
+
+    Raises ValueError when this verl cannot use that bridge (Megatron-Bridge on a verl without the switch)."""
+    if name not in BRIDGES:
+        raise ValueError(f"no bridge {name!r}: choose {' or '.join(BRIDGES)}")
+    if bridge_switch():
+        return [f"{BRIDGE_KEY}={name == 'mbridge'}"]
+    if name == "megatron-bridge":
+        raise ValueError(f"verl {version()} builds Megatron models through mbridge only (its engine config has no "
+                         "vanilla_mbridge switch; verl >= 0.8 has it)")
+    return []

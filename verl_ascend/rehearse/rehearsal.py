@@ -5,6 +5,7 @@
 prints the ``logs`` report of the run.
 """
 
+import dataclasses
 import importlib.util
 import os
 import secrets
@@ -54,19 +55,21 @@ def support_problem() -> str:
     return ""
 
 
-def unsupported_roles(overrides) -> list:
-    """The roles beside actor/ref/rollout that the recipe trains or runs, as verl decides them.
+def unsupported_roles(cfg) -> list:
+    """The roles beside actor/ref/rollout that the composed config ``cfg`` trains or runs, as verl decides them.
 
     verl (trainer/ppo/utils.py ``need_critic``): ``critic.enable`` when set, else a critic exactly when
-    ``algorithm.adv_estimator=gae``; a reward model when ``reward.reward_model.enable`` (0.9) or the legacy
-    ``reward_model.enable`` is true."""
+    ``algorithm.adv_estimator`` is gae (verl's default); a reward model when ``reward.reward_model.enable``
+    (0.9) or the legacy ``reward_model.enable`` is true."""
+    from omegaconf import OmegaConf
+
     roles = []
-    enable = str(plan_mod.value_of(overrides, "critic.enable", "null")).strip().lower()
-    estimator = str(plan_mod.value_of(overrides, "algorithm.adv_estimator", "gae")).strip().lower()
-    if enable == "true" or (enable in ("null", "none", "") and estimator == "gae"):
+    enable = OmegaConf.select(cfg, "critic.enable", default=None)
+    estimator = str(OmegaConf.select(cfg, "algorithm.adv_estimator", default="gae"))
+    if enable is True or (enable is None and estimator == "gae"):
         roles.append(f"a critic (critic.enable={enable}, algorithm.adv_estimator={estimator})")
     for key in ("reward.reward_model.enable", "reward_model.enable"):
-        if plan_mod.is_true(overrides, key):
+        if OmegaConf.select(cfg, key, default=False) is True:
             roles.append(f"a reward model ({key}=True)")
             break
     return roles
@@ -280,7 +283,11 @@ def run(options) -> int:
     elif launch.module != TRAINER:
         raise RehearseError(f"{recipe} launches {launch.module}; rehearse runs {TRAINER} recipes, and {DAPO_TRAINER} "
                             "from a verl source tree")
-    roles = unsupported_roles(list(launch.overrides) + list(options.overrides))
+    from verl_ascend.recipe import compose as compose_mod
+
+    composed = compose_mod.compose_launch(dataclasses.replace(
+        launch, overrides=list(launch.overrides) + list(options.overrides)))
+    roles = unsupported_roles(composed.config) if composed.config is not None else []
     if roles:
         raise RehearseError(f"{recipe} trains {' and '.join(roles)}; rehearse scales the actor, its rollout and the "
                             "reference model only (a critic or reward model would keep its cluster model path and "
