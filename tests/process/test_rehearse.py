@@ -41,17 +41,22 @@ def test_refusal_on_verl_without_platform_registry(tmp_path):
 
 
 @needs_09
-def test_a_recipe_with_a_critic_is_refused_naming_the_role_before_anything_runs(tmp_path):
-    # PPO with GAE and no critic.enable: verl trains a critic (need_critic), which the plan does not scale
+def test_a_megatron_critic_or_a_reward_model_is_refused_naming_the_role_before_anything_runs(tmp_path):
+    # PPO with GAE and no critic.enable: verl trains a critic (need_critic); on Megatron the plan does not scale it
     wild = ROOT / "tests" / "fixtures" / "wild_recipes" / "hub_id_with_critic.sh"
-    proc = run_cli("rehearse", str(wild), "--out", str(tmp_path / "out"), timeout=300)
+    proc = run_cli("rehearse", str(wild), "--out", str(tmp_path / "out"), "--override", "critic.strategy=megatron",
+                   timeout=300)
     assert proc.returncode == 2, proc.stdout + proc.stderr
-    assert "trains a critic (critic.enable=None, algorithm.adv_estimator=gae)" in proc.stderr, proc.stderr
+    assert "runs a Megatron critic (critic.strategy=megatron" in proc.stderr, proc.stderr
     assert "--override critic.enable=False" in proc.stderr
+    proc = run_cli("rehearse", str(wild), "--out", str(tmp_path / "out"), "--override", "algorithm.adv_estimator=grpo",
+                   "--override", "reward.reward_model.enable=True", timeout=300)
+    assert proc.returncode == 2 and "runs a reward model (reward.reward_model.enable=True)" in proc.stderr, proc.stderr
     assert not (tmp_path / "out").exists()
 
 
 REHEARSAL_RECORDS = {"rehearse_platform", "rehearse_backend", "rehearse_offload", "rehearse_rollout", "rehearse_report",
+                     "rehearse_value_head",
                      "rehearse_mcore_cuda", "rehearse_mcore_rng", "rehearse_mcore_spec", "rehearse_mcore_attention",
                      "rehearse_mcore_optimizer", "rehearse_mcore_norm"}
 

@@ -132,6 +132,14 @@ def test_the_error_at_the_end_wins_and_a_wrapper_names_the_error_inside():
                                           "torch.distributed.checkpoint.api.CheckpointException)"
     # Ray's wrapper gives way to the error it carries, and is named only when nothing else is
     assert runner.first_error(["ray.exceptions.RayTaskError(KeyError): boom", "KeyError: 'boom'"]) == "KeyError: 'boom'"
+    # Hydra's instantiate error: the target's exception as its repr, under "Error in call to target" (main_ppo
+    # on verl 0.9.1 with a hub id as critic.model.path, the line as it printed it)
+    hydra = ["Error executing job with overrides: ['algorithm.adv_estimator=gae']",
+             "Error in call to target 'verl.workers.config.model.HFModelConfig':",
+             "OSError(\"Repo id must be in the form 'repo_name' or 'namespace/repo_name': "
+             "'~/models/deepseek-llm-7b-chat'. Use `repo_type` argument if needed.\")", "full_key: critic.model"]
+    assert runner.first_error(hydra) == ("OSError: Repo id must be in the form 'repo_name' or 'namespace/repo_name': "
+                                         "'~/models/deepseek-llm-7b-chat'. Use `repo_type` argument if needed.")
     died = "ray.exceptions.ActorDiedError: The actor died unexpectedly before finishing this task."
     assert runner.first_error(["noise", died]) == died
 

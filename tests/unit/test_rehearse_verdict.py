@@ -84,3 +84,14 @@ def test_a_resume_log_without_verls_checkpoint_line_fails(tmp_path):
     checks = verdict.judge(TRAIN, resume, 2, kl_loss=True)
     assert [c.name for c in verdict.failed(checks)] == ["resume loaded the checkpoint"]
     assert "no line of verl's" in verdict.summary(checks)
+
+
+def test_a_critic_that_trains_has_its_gradient_judged_too(tmp_path):
+    train, resume = FIX / "ppo_critic_fsdp_train.log", FIX / "ppo_critic_fsdp_resume.log"
+    checks = verdict.judge(train, resume, 1, kl_loss=False)
+    assert verdict.failed(checks) == [], verdict.summary(checks)
+    assert "critic/grad_norm > 0 at every update" in [c.name for c in checks]
+    stuck = verdict.judge(train, planted(tmp_path, resume, 2, "critic/grad_norm", "0.0"), 1, kl_loss=False)
+    assert [c.name for c in verdict.failed(stuck)] == ["critic/grad_norm > 0 at every update"]
+    # GRPO logs no critic: no critic check there
+    assert "critic/grad_norm > 0 at every update" not in [c.name for c in verdict.judge(TRAIN, RESUME, 2, True)]

@@ -34,6 +34,7 @@ PATCHES = {
     "rehearse_backend": ("verl_ascend.rehearse.runtime", ("torch.distributed",)),
     "rehearse_offload": ("verl_ascend.rehearse.runtime", ("torch.distributed.fsdp._fully_shard._fsdp_api",)),
     "rehearse_rollout": ("verl_ascend.rehearse.runtime", ("verl.workers.rollout",)),
+    "rehearse_value_head": ("verl_ascend.rehearse.runtime", ("verl.utils.model",)),
     "rehearse_report": ("verl_ascend.rehearse.runtime", (
         "verl.experimental.agent_loop.agent_loop", "verl.utils.checkpoint.megatron_checkpoint_manager",
         "verl.utils.checkpoint.fsdp_checkpoint_manager", "verl.workers.engine.base")),

@@ -17,6 +17,9 @@ MEGATRON_CONFIG = "ppo_megatron_trainer"
 # Keys the rehearsal sets itself (a recipe value for them is replaced); regexes on the bare key.
 COMMON = (
     (r"actor_rollout_ref\.model\.path", "model -> tiny random model of the same family"),
+    (r"critic\.model\.(path|tokenizer_path)", "critic model -> the same tiny model (verl adds its value head)"),
+    (r"critic\.model\.(use_remove_padding|enable_gradient_checkpointing)", "CPU run: off"),
+    (r"critic\.model\.override_config\.attn_implementation", "attention -> sdpa (no flash-attn on CPU)"),
     (r"actor_rollout_ref\.model\.(use_remove_padding|enable_gradient_checkpointing)", "CPU run: off"),
     (r"actor_rollout_ref\.model\.override_config\.attn_implementation", "attention -> sdpa (no flash-attn on CPU)"),
     (r".*\.use_torch_compile", "CPU run: torch.compile off"),
@@ -180,7 +183,7 @@ def _megatron_overrides(m: Megatron, micro: int) -> tuple:
 
 def build(config_name: str, recipe_overrides: list, *, model_dir: str, train_file: str, val_file: str, nproc: int,
           steps: int, prompt_length: int, response_length: int, ckpt_dir: str, ray_tmp: str, n_resp: int,
-          batch: int, reward_file: str = "", megatron: Megatron = None) -> Plan:
+          batch: int, reward_file: str = "", megatron: Megatron = None, critic: bool = False) -> Plan:
     changes, kept, dropped = [], [], {}
     name = config_name or "ppo_trainer"
     rules = COMMON + (MEGATRON_ONLY if megatron else FSDP_ONLY)
@@ -234,6 +237,12 @@ def build(config_name: str, recipe_overrides: list, *, model_dir: str, train_fil
         ours.append(f"data.gen_batch_size={batch}")
     if reward_file:
         ours += [f"reward.custom_reward_function.path={reward_file}", "reward.custom_reward_function.name=compute_score"]
+    if critic:  # FSDP only (the rehearsal refuses a Megatron critic): the actor's model, sizes and engine
+        ours += [f"critic.model.path={model_dir}", f"critic.model.tokenizer_path={model_dir}",
+                 "++critic.model.override_config.attn_implementation=sdpa", "critic.model.use_remove_padding=False",
+                 "critic.model.enable_gradient_checkpointing=False", f"critic.ppo_mini_batch_size={batch}",
+                 f"critic.ppo_micro_batch_size_per_gpu={micro}", "critic.strategy=fsdp2"]
+        changes.append(f"critic: the tiny model with verl's value head, FSDP2 over gloo, micro batch {micro}")
     if megatron:
         extra, notes = _megatron_overrides(megatron, micro)
         ours += extra

@@ -55,19 +55,25 @@ def support_problem() -> str:
     return ""
 
 
-def unsupported_roles(cfg) -> list:
-    """The roles beside actor/ref/rollout that the composed config ``cfg`` trains or runs, as verl decides them.
+def needs_critic(cfg) -> bool:
+    """verl's own rule (trainer/ppo/utils.py ``need_critic``): ``critic.enable`` when set, else a critic exactly
+    when ``algorithm.adv_estimator`` is gae (verl's default)."""
+    from omegaconf import OmegaConf
 
-    verl (trainer/ppo/utils.py ``need_critic``): ``critic.enable`` when set, else a critic exactly when
-    ``algorithm.adv_estimator`` is gae (verl's default); a reward model when ``reward.reward_model.enable``
-    (0.9) or the legacy ``reward_model.enable`` is true."""
+    enable = OmegaConf.select(cfg, "critic.enable", default=None)
+    estimator = str(OmegaConf.select(cfg, "algorithm.adv_estimator", default="gae"))
+    return enable is True or (enable is None and estimator == "gae")
+
+
+def unsupported_roles(cfg) -> list:
+    """The roles the composed config ``cfg`` runs that the rehearsal cannot scale: a Megatron critic, a reward
+    model (``reward.reward_model.enable`` on 0.9, the legacy ``reward_model.enable``)."""
     from omegaconf import OmegaConf
 
     roles = []
-    enable = OmegaConf.select(cfg, "critic.enable", default=None)
-    estimator = str(OmegaConf.select(cfg, "algorithm.adv_estimator", default="gae"))
-    if enable is True or (enable is None and estimator == "gae"):
-        roles.append(f"a critic (critic.enable={enable}, algorithm.adv_estimator={estimator})")
+    if needs_critic(cfg) and OmegaConf.select(cfg, "critic.strategy", default="") == "megatron":
+        roles.append(f"a Megatron critic (critic.strategy=megatron; an FSDP critic is rehearsed, "
+                     f"algorithm.adv_estimator={OmegaConf.select(cfg, 'algorithm.adv_estimator')})")
     for key in ("reward.reward_model.enable", "reward_model.enable"):
         if OmegaConf.select(cfg, key, default=False) is True:
             roles.append(f"a reward model ({key}=True)")
@@ -289,11 +295,11 @@ def run(options) -> int:
         launch, overrides=list(launch.overrides) + list(options.overrides)))
     roles = unsupported_roles(composed.config) if composed.config is not None else []
     if roles:
-        raise RehearseError(f"{recipe} trains {' and '.join(roles)}; rehearse scales the actor, its rollout and the "
-                            "reference model only (a critic or reward model would keep its cluster model path and "
-                            "sizes). Fix: rehearse the recipe's actor side with --override naming the role off "
-                            "(e.g. --override critic.enable=False --override algorithm.adv_estimator=grpo), or "
-                            "check it with `verl-ascend check`, which reads every role")
+        raise RehearseError(f"{recipe} runs {' and '.join(roles)}; rehearse scales the actor, its rollout, the "
+                            "reference model and an FSDP critic (that role would keep its cluster model path and "
+                            "sizes). Fix: rehearse the recipe with that role off (e.g. --override critic.enable=False "
+                            "--override algorithm.adv_estimator=grpo, or --override reward.reward_model.enable=False), "
+                            "or check it with `verl-ascend check`, which reads every role")
     out = Path(options.out or f"rehearse-{recipe.stem}").resolve()
     ckpt_dir = out / "checkpoints"
     if ckpt_dir.exists() and any(ckpt_dir.iterdir()):
@@ -307,7 +313,7 @@ def run(options) -> int:
     try:
         # a stop signal raises reaper.Stopped here: whatever runs (the converter, a main_ppo) is ended on the way out
         with reaper.stop_signals_raise():
-            return _rehearse(options, recipe, launch, out, ckpt_dir, work, model_dir, started)
+            return _rehearse(options, recipe, launch, out, ckpt_dir, work, model_dir, started, composed.config)
     except reaper.Stopped as stop:
         print(f"verl-ascend rehearse: {stop}; the run was ended (nothing of it is left running)", file=sys.stderr)
         return 128 + stop.signum
@@ -315,7 +321,7 @@ def run(options) -> int:
         shutil.rmtree(work, ignore_errors=True)
 
 
-def _rehearse(options, recipe, launch, out, ckpt_dir, work, model_dir, started) -> int:
+def _rehearse(options, recipe, launch, out, ckpt_dir, work, model_dir, started, cfg) -> int:
     from verl_ascend.rehearse import assets
 
     nproc, steps = options.nproc, options.steps
@@ -352,7 +358,8 @@ def _rehearse(options, recipe, launch, out, ckpt_dir, work, model_dir, started) 
     the_plan = plan_mod.build(launch.config_name, recipe_and_user, model_dir=str(model_dir), train_file=train,
                               val_file=val, nproc=nproc, steps=steps, prompt_length=plen,
                               response_length=RESPONSE_LENGTH, ckpt_dir=str(ckpt_dir), ray_tmp=ray_tmp,
-                              n_resp=N_RESP, batch=batch, reward_file=reward_file, megatron=megatron)
+                              n_resp=N_RESP, batch=batch, reward_file=reward_file, megatron=megatron,
+                              critic=cfg is not None and needs_critic(cfg))
     use_v1 = plan_mod.value_of(overrides, "trainer.use_v1", "True (verl 0.9 default)")
     changes = [f"model: {built['architecture']} ({built['model_type']}) from {built['source']} -> "
                f"{built['layers']} layers, hidden {built['hidden']}, vocab {built['vocab']}, {built['params']:,} "

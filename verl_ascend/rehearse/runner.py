@@ -49,6 +49,11 @@ WRAPPERS = ("CheckpointException", "InstantiationException")
 RAY_WRAPPERS = ("ray.exceptions.", "RayTaskError", "ActorDiedError")
 
 
+# Hydra prints the error a config target raised as its repr on a line of its own, after "Error in call to
+# target '...':" (hydra/_internal/instantiate/_instantiate2.py): OSError("Repo id must be ...")
+REPR = re.compile(r"^([A-Z]\w*(?:Error|Exception))\((['\"])(.+)\2\)$")
+
+
 def error_line(line: str, ray_too: bool = False) -> str:
     """The line as ``Type: message`` when it names an error raised in the run ('' otherwise).
 
@@ -57,6 +62,9 @@ def error_line(line: str, ray_too: bool = False) -> str:
     text = clean(line).strip()
     if ERROR.match(text) and (ray_too or not text.startswith(RAY_WRAPPERS)):
         return text[:400]
+    shown = REPR.match(text)
+    if shown:
+        return f"{shown.group(1)}: {shown.group(3)}"[:400]
     return ""
 
 

@@ -4,8 +4,10 @@ Why: ``verl-ascend rehearse`` runs a recipe's real ``python -m verl.trainer.main
     Stock verl 0.9 has no CPU platform (it falls back to CUDA), builds the collective back-end
     string ``cpu:gloo,<device>:<backend>`` (``cpu:gloo,cpu:gloo`` on CPU, which torch rejects as a
     duplicate device type), gives the FSDP2 reference model ``CPUOffloadPolicy(pin_memory=True)``
-    (pinning needs an accelerator), and has no rollout that runs on torch's CPU build.
-How: five records, shown by ``verl-ascend status`` like the patches, that act only in a process
+    (pinning needs an accelerator), has no rollout that runs on torch's CPU build, and builds an FSDP
+    critic's value model with ``attn_implementation="flash_attention_2"`` written into the call
+    (``verl/utils/model.py`` ``load_valuehead_model``; the critic's ``override_config`` does not reach it).
+How: six records, shown by ``verl-ascend status`` like the patches, that act only in a process
     with ``VERL_ASCEND_REHEARSE=1`` (set by ``rehearse`` for main_ppo; the ``ray_runtime_env``
     patch carries it to every Ray worker). Elsewhere each says "not a rehearsal" and changes
     nothing.
@@ -13,6 +15,7 @@ How: five records, shown by ``verl-ascend status`` like the patches, that act on
     rehearse_backend    torch.distributed           init_process_group keeps one back-end per device type
     rehearse_offload    torch FSDP2 _fsdp_api       CPUOffloadPolicy never pins host memory
     rehearse_rollout    verl.workers.rollout        rollout name ``hf`` (hf_rollout.py)
+    rehearse_value_head verl.utils.model            the critic's value model with torch's sdpa attention
     rehearse_report     verl agent loop             at the first rollout the TaskRunner names the dispatch
                                                     path and rollout_order's verdict on it (inloop.py);
                         verl checkpoint managers    after each save/load an actor rank says how many shard
@@ -180,6 +183,35 @@ def _report_probe(module):
     return None if isinstance(getattr(module, "AgentLoopManager", None), type) else "no AgentLoopManager in this verl"
 
 
+# ---- critic value model ------------------------------------------------------------------------------
+
+
+def _value_head_probe(module):
+    return None if callable(getattr(module, "load_valuehead_model", None)) else "no load_valuehead_model in this verl"
+
+
+def _value_head_apply(module):
+    from verl_ascend.core.marks import wrap
+
+    def make(original):
+        def load_valuehead_model(local_path, torch_dtype, model_config, trust_remote_code):
+            # verl asks transformers for flash-attention 2 by name; on CPU the same token-classification model
+            # (num_labels=1, as verl sets) is built with sdpa. Models without that head keep verl's own path.
+            from transformers import AutoModelForTokenClassification
+
+            try:
+                return AutoModelForTokenClassification.from_pretrained(
+                    pretrained_model_name_or_path=local_path, torch_dtype=torch_dtype, config=model_config,
+                    attn_implementation="sdpa", trust_remote_code=trust_remote_code)
+            except ValueError:  # no ...ForTokenClassification for this architecture
+                return original(local_path, torch_dtype, model_config, trust_remote_code)
+
+        return load_valuehead_model
+
+    wrap(module, "load_valuehead_model", "rehearse_value_head", make)
+    return "load_valuehead_model: the value model with attn_implementation=sdpa"
+
+
 ENGINE_BASE = "verl.workers.engine.base"
 REPORT_TARGETS = ("verl.experimental.agent_loop.agent_loop", "verl.utils.checkpoint.megatron_checkpoint_manager",
                   "verl.utils.checkpoint.fsdp_checkpoint_manager", ENGINE_BASE)
@@ -194,6 +226,9 @@ PATCHES = (
           summary="rehearsal only: FSDP2 CPUOffloadPolicy without pinned memory"),
     Patch(name="rehearse_rollout", targets=("verl.workers.rollout",), applies=_gate(_rollout_probe),
           apply=_rollout_apply, doc=__doc__, summary="rehearsal only: rollout 'hf' (transformers generate, Ray server)"),
+    Patch(name="rehearse_value_head", targets=("verl.utils.model",), applies=_gate(_value_head_probe),
+          apply=_value_head_apply, doc=__doc__,
+          summary="rehearsal only: the critic's value model with sdpa attention (verl asks for flash-attn 2)"),
     Patch(name="rehearse_report", targets=REPORT_TARGETS, applies=_gate(_report_probe),
           apply=_report_apply, doc=__doc__,
           summary="rehearsal only: the loop says which rollout dispatch path runs and rollout_order's verdict"),

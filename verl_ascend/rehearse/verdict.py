@@ -7,7 +7,8 @@ step as fast as a working one. What each check reads, all from main_ppo's own co
 - resume: verl's own line naming the checkpoint it loaded (``Resuming from .../global_step_N`` on the
   v1 and legacy trainers, ``Load from checkpoint folder: ...`` on the legacy one and main_dapo),
   never ``Training from scratch``, and the resumed run's steps are exactly ``steps+1``.
-- grad_norm: ``actor/grad_norm`` > 0 at every update of both runs. The rehearsal's reward has a term
+- grad_norm: ``actor/grad_norm`` (and ``critic/grad_norm`` where a critic trains) > 0 at every update
+  of both runs. The rehearsal's reward has a term
   that varies inside every group (:mod:`.reward`), so GRPO's advantages are never all 0 here: a zero
   gradient is a broken update (a loss detached from the weights, a mask that hides every token,
   gradients lost between ranks), not a constant reward.
@@ -79,13 +80,14 @@ def judge(train_log: Path, resume_log: Path, steps: int, kl_loss: bool) -> list:
     checks.append(Check(f"resumed run's first step is {steps + 1}", seen == [steps + 1],
                         f"steps {seen or 'none'}" + ("" if seen == [steps + 1] else f" (expected [{steps + 1}])")))
 
-    every = [(f"{label} step {n}", m.get("actor/grad_norm"))
-             for label, parsed in (("train", train), ("resume", resumed)) for n, m in parsed.steps.items()]
-    norms = [value for _, value in every]
-    bad = [where for where, value in every if value is None or not value > 0]
-    checks.append(Check("actor/grad_norm > 0 at every update", bool(every) and not bad,
-                        ", ".join(_fmt(v) for v in norms) + (f"; not > 0 at {', '.join(bad)}" if bad else "")
-                        if every else "no step logged"))
+    both = (("train", train), ("resume", resumed))
+    critic = any("critic/grad_norm" in m for _, parsed in both for m in parsed.steps.values())
+    for key in ("actor/grad_norm",) + (("critic/grad_norm",) if critic else ()):  # a critic: verl logs its own
+        every = [(f"{label} step {n}", m.get(key)) for label, parsed in both for n, m in parsed.steps.items()]
+        bad = [where for where, value in every if value is None or not value > 0]
+        checks.append(Check(f"{key} > 0 at every update", bool(every) and not bad,
+                            ", ".join(_fmt(v) for _, v in every) + (f"; not > 0 at {', '.join(bad)}" if bad else "")
+                            if every else "no step logged"))
 
     if kl_loss:
         kl = resumed.steps.get(steps + 1, {}).get("actor/kl_loss")
