@@ -14,8 +14,9 @@ nothing. Each adapts the named functions of the module it targets (a narrow patc
 sites, never a process-wide rewrite of torch):
     rehearse_mcore_cuda       megatron/mbridge call sites   CUDA device names/calls -> host (host.py)
     rehearse_mcore_rng        tensor_parallel/random.py     RNG tracker on the host generator
-    rehearse_mcore_spec       mbridge core/llm_bridge.py,   local layer spec (a kernel choice) and its
-                              core/bridge.py                norm names in mbridge's HF name tables
+    rehearse_mcore_spec       mbridge core/llm_bridge.py,   local layer spec (a kernel choice), its norm
+                              core/bridge.py                names and its SequentialMLP expert names in
+                                                            mbridge's HF name tables
     rehearse_mcore_attention  transformer/dot_product_attention.py  verl's [b, s] mask -> causal mask
     rehearse_mcore_optimizer  optimizer/distrib_optimizer.py, optimizer.py, clip_grads.py
                                                             resume template on torch Adam; type names
@@ -24,7 +25,9 @@ What the rehearsal sets instead of patching (a config key exists): ``vanilla_mbr
 the recipe leaves it at verl 0.9's default and Megatron-Bridge is not installed,
 ``use_remove_padding=False`` (local attention has no packed-sequence path),
 ``override_transformer_config.masked_softmax_fusion=False`` (its CUDA kernel is picked for some
-shapes only, so a 1-step run could pass by luck), ``TORCHDYNAMO_DISABLE=1`` (inductor compiles
+shapes only, so a 1-step run could pass by luck), for MoE models ``persist_layer_norm``,
+``moe_grouped_gemm``, ``bias_activation_fusion``, ``bias_dropout_fusion`` = False (mbridge turns on
+kernels a CPU lacks; plan.MOE_KERNELS), ``TORCHDYNAMO_DISABLE=1`` (inductor compiles
 verl's entropy helper for ~40 CPU-s per process).
 Upstream: none; megatron-core has no CPU training path. The two fallback bugs are megatron-core's
 ``DistributedOptimizer.state_dict`` (``assert len(steps) == 1`` on a fresh torch Adam) and
@@ -98,7 +101,8 @@ PATCHES = (
           apply=fixes.host_rng_tracker, doc=__doc__, summary="rehearsal only: megatron's CUDA RNG tracker on the host"),
     Patch(name="rehearse_mcore_spec", targets=("mbridge.core.llm_bridge", "mbridge.core.bridge"),
           applies=_gate(lambda m: _has("LLMBridge._get_transformer_layer_spec")(m) if m.__name__.endswith("llm_bridge")
-                        else _has("Bridge._weight_name_mapping_mcore_to_hf")(m)),
+                        else _has("Bridge._weight_name_mapping_mcore_to_hf",
+                                  "Bridge._weight_name_mapping_mcore_local_to_global")(m)),
           apply=_spec_apply, doc=__doc__, summary="rehearsal only: megatron's local layer spec instead of TE"),
     Patch(name="rehearse_mcore_attention", targets=("megatron.core.transformer.dot_product_attention",),
           applies=_gate(_has("DotProductAttention.forward")), apply=fixes.causal_padding_mask, doc=__doc__,

@@ -5,6 +5,7 @@ detail line ``verl-ascend status`` shows.
 """
 
 import functools
+import re
 
 from verl_ascend.core.marks import wrap
 
@@ -86,7 +87,33 @@ def local_norm_names(bridge) -> str:
         return _weight_name_mapping_mcore_to_hf
 
     wrap(bridge.Bridge, "_weight_name_mapping_mcore_to_hf", "rehearse_mcore_spec", make)
-    return "Bridge maps the local spec's norm names through TE's"
+    wrap(bridge.Bridge, "_weight_name_mapping_mcore_local_to_global", "rehearse_mcore_spec", _expert_names)
+    return "Bridge maps the local spec's norm names through TE's, and SequentialMLP's expert names through TEGroupedMLP's"
+
+
+_SEQUENTIAL_EXPERT = re.compile(r"\.mlp\.experts\.local_experts\.(\d+)\.(linear_fc[12])\.weight$")
+
+
+def _expert_names(original):
+    """The local spec's MoE experts are a ``SequentialMLP`` (``mlp.experts.local_experts.<i>.linear_fc1.weight``);
+    mbridge knows TEGroupedMLP's names only (``mlp.experts.linear_fc1.weight<i>``), and its weight export finds
+    the experts to all-gather over expert parallel by that name: the SequentialMLP name raised ``Unsupported
+    parameter name`` at the first weight sync to the rollout. The two hold the same tensor per expert (megatron's
+    experts.py says their checkpoints are interchangeable), so the local-to-global name map gives TEGroupedMLP's
+    name, with the global expert number where the caller asks for it (``consider_ep``), as it does for TE's."""
+
+    def _weight_name_mapping_mcore_local_to_global(self, model, consider_ep=True):
+        names = original(self, model, consider_ep=consider_ep)
+        ep_size, ep_rank = getattr(self.mpu, "ep_size", 1) or 1, getattr(self.mpu, "ep_rank", 0) or 0
+        per_rank = (self.config.num_moe_experts or 0) // ep_size
+        for local, name in names.items():
+            match = _SEQUENTIAL_EXPERT.search(name)
+            if match:
+                expert = int(match.group(1)) + (per_rank * ep_rank if consider_ep and ep_size > 1 else 0)
+                names[local] = f"{name[:match.start()]}.mlp.experts.{match.group(2)}.weight{expert}"
+        return names
+
+    return _weight_name_mapping_mcore_local_to_global
 
 
 # ---- megatron local attention: verl's [b, s] padding mask ---------------------------------------------
