@@ -42,7 +42,7 @@ def test_refusal_on_verl_without_platform_registry(tmp_path):
 
 REHEARSAL_RECORDS = {"rehearse_platform", "rehearse_backend", "rehearse_offload", "rehearse_rollout", "rehearse_report",
                      "rehearse_mcore_cuda", "rehearse_mcore_rng", "rehearse_mcore_spec", "rehearse_mcore_attention",
-                     "rehearse_mcore_optimizer", "rehearse_mcore_norm"}
+                     "rehearse_mcore_optimizer", "rehearse_mcore_norm", "rehearse_mcore_moe"}
 
 
 @needs_09

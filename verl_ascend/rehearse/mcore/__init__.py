@@ -8,7 +8,7 @@ names), and two of its CPU fallbacks have bugs a CPU run exposes (the torch-Adam
 the torch norm refusing sequence parallelism). Each was found by running verl 0.9.1's Megatron path
 inside ``main_ppo`` on CPU with the fix off; the error each one prevents is in its function's
 docstring and in docs/rehearse.md.
-How: six records, shown by ``verl-ascend status`` like the patches, that act only in a process
+How: seven records, shown by ``verl-ascend status`` like the patches, that act only in a process
 with ``VERL_ASCEND_REHEARSE=1`` on a torch without CUDA; elsewhere each says why not and changes
 nothing. Each adapts the named functions of the module it targets (a narrow patch of those call
 sites, never a process-wide rewrite of torch):
@@ -21,6 +21,7 @@ sites, never a process-wide rewrite of torch):
     rehearse_mcore_optimizer  optimizer/distrib_optimizer.py, optimizer.py, clip_grads.py
                                                             resume template on torch Adam; type names
     rehearse_mcore_norm       transformer/torch_norm.py     sequence parallel on the torch norm
+    rehearse_mcore_moe        transformer/moe/moe_utils.py  the router GEMM's missing no-TE name
 What the rehearsal sets instead of patching (a config key exists): ``vanilla_mbridge=True`` when
 the recipe leaves it at verl 0.9's default and Megatron-Bridge is not installed,
 ``use_remove_padding=False`` (local attention has no packed-sequence path),
@@ -29,7 +30,8 @@ shapes only, so a 1-step run could pass by luck), for MoE models ``persist_layer
 ``moe_grouped_gemm``, ``bias_activation_fusion``, ``bias_dropout_fusion`` = False (mbridge turns on
 kernels a CPU lacks; plan.MOE_KERNELS), ``TORCHDYNAMO_DISABLE=1`` (inductor compiles
 verl's entropy helper for ~40 CPU-s per process).
-Upstream: none; megatron-core has no CPU training path. The two fallback bugs are megatron-core's
+Upstream: none; megatron-core has no CPU training path. The three fallback bugs are megatron-core's
+``moe_utils.te_general_gemm`` left undefined without TE (any TE-less MoE run of 0.16.1 hits it),
 ``DistributedOptimizer.state_dict`` (``assert len(steps) == 1`` on a fresh torch Adam) and
 ``WrappedTorchNorm.__new__`` (sequence parallel refused although only the grad reduction differs).
 Remove when: megatron-core runs on CPU (or the rehearsal stops running Megatron).
@@ -110,6 +112,9 @@ PATCHES = (
     Patch(name="rehearse_mcore_optimizer", targets=_OPTIMIZER_MODULES, applies=_gate(lambda m: None),
           apply=_optimizer_apply, doc=__doc__,
           summary="rehearsal only: megatron's optimizer on torch Adam (resume template, type names)"),
+    Patch(name="rehearse_mcore_moe", targets=("megatron.core.transformer.moe.moe_utils",),
+          applies=_gate(_has("RouterGatingLinearFunction")), apply=fixes.router_gemm_without_te, doc=__doc__,
+          summary="rehearsal only: megatron's MoE router GEMM without Transformer Engine"),
     Patch(name="rehearse_mcore_norm", targets=("megatron.core.transformer.torch_norm",),
           applies=_gate(_has("WrappedTorchNorm")), apply=fixes.norm_with_sequence_parallel, doc=__doc__,
           summary="rehearsal only: megatron's torch norm under sequence parallelism"),

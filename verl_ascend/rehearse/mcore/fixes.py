@@ -201,3 +201,19 @@ def norm_with_sequence_parallel(torch_norm) -> str:
 
     wrap(cls, "__new__", "rehearse_mcore_norm", make)  # __new__ is a staticmethod in the class dict: it stays one
     return "WrappedTorchNorm accepts sequence_parallel (its params marked for the TP grad all-reduce)"
+
+
+# ---- megatron MoE router without Transformer Engine ---------------------------------------------------
+
+
+def router_gemm_without_te(moe_utils) -> str:
+    """megatron-core 0.16.1 imports ``te_general_gemm`` from Transformer Engine in ``moe_utils.py`` and, when
+    TE is absent, defines no name at all; ``RouterGatingLinearFunction`` then tests ``te_general_gemm is not
+    None`` and raises ``NameError: name 'te_general_gemm' is not defined`` at the first MoE forward (seen in
+    a 235B rehearsal's first ``compute_log_prob``). Every other TE helper of that module is guarded by
+    ``HAVE_TE``. Defining it as None, what the check expects without TE, takes the function's own torch
+    ``mm`` path: same router logits."""
+    if hasattr(moe_utils, "te_general_gemm"):
+        return "te_general_gemm defined (Transformer Engine present): nothing to do"
+    moe_utils.te_general_gemm = None
+    return "te_general_gemm = None without Transformer Engine: the router's gating GEMM takes its torch path"
