@@ -58,7 +58,8 @@ PATCHES = {
         "megatron.core.optimizer.distrib_optimizer", "megatron.core.optimizer.optimizer",
         "megatron.core.optimizer.clip_grads")),
     "rehearse_mcore_norm": ("verl_ascend.rehearse.mcore", ("megatron.core.transformer.torch_norm",)),
-    "rehearse_mcore_moe": ("verl_ascend.rehearse.mcore", ("megatron.core.transformer.moe.moe_utils",)),
+    "rehearse_mcore_moe": ("verl_ascend.rehearse.mcore", ("megatron.core.transformer.moe.moe_utils",
+                                                         "megatron.core.transformer.moe.token_dispatcher")),
 }
 
 _state = {"active": False, "armed": False, "sources": [], "disabled_by_env": False}

@@ -21,7 +21,8 @@ sites, never a process-wide rewrite of torch):
     rehearse_mcore_optimizer  optimizer/distrib_optimizer.py, optimizer.py, clip_grads.py
                                                             resume template on torch Adam; type names
     rehearse_mcore_norm       transformer/torch_norm.py     sequence parallel on the torch norm
-    rehearse_mcore_moe        transformer/moe/moe_utils.py  the router GEMM's missing no-TE name
+    rehearse_mcore_moe        transformer/moe/moe_utils.py, the router GEMM's missing no-TE name; the
+                              token_dispatcher.py           alltoall split sizes as numpy from the host
 What the rehearsal sets instead of patching (a config key exists): ``vanilla_mbridge=True`` when
 the recipe leaves it at verl 0.9's default and Megatron-Bridge is not installed,
 ``use_remove_padding=False`` (local attention has no packed-sequence path),
@@ -92,6 +93,7 @@ def _optimizer_apply(module):
     return "; ".join(parts)
 
 
+_MOE_MODULES = ("megatron.core.transformer.moe.moe_utils", "megatron.core.transformer.moe.token_dispatcher")
 _OPTIMIZER_MODULES = ("megatron.core.optimizer.distrib_optimizer", "megatron.core.optimizer.optimizer",
                       "megatron.core.optimizer.clip_grads")
 
@@ -112,8 +114,10 @@ PATCHES = (
     Patch(name="rehearse_mcore_optimizer", targets=_OPTIMIZER_MODULES, applies=_gate(lambda m: None),
           apply=_optimizer_apply, doc=__doc__,
           summary="rehearsal only: megatron's optimizer on torch Adam (resume template, type names)"),
-    Patch(name="rehearse_mcore_moe", targets=("megatron.core.transformer.moe.moe_utils",),
-          applies=_gate(_has("RouterGatingLinearFunction")), apply=fixes.router_gemm_without_te, doc=__doc__,
+    Patch(name="rehearse_mcore_moe", targets=_MOE_MODULES,
+          applies=_gate(lambda m: _has("RouterGatingLinearFunction", "maybe_move_tensor_to_cpu")(m)
+                        if m.__name__.endswith("moe_utils") else _has("maybe_move_tensor_to_cpu")(m)),
+          apply=fixes.moe_without_te, doc=__doc__,
           summary="rehearsal only: megatron's MoE router GEMM without Transformer Engine"),
     Patch(name="rehearse_mcore_norm", targets=("megatron.core.transformer.torch_norm",),
           applies=_gate(_has("WrappedTorchNorm")), apply=fixes.norm_with_sequence_parallel, doc=__doc__,

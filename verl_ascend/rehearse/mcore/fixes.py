@@ -206,6 +206,39 @@ def norm_with_sequence_parallel(torch_norm) -> str:
 # ---- megatron MoE router without Transformer Engine ---------------------------------------------------
 
 
+def moe_without_te(module) -> str:
+    """The two MoE fixes, by target: moe_utils (the router GEMM, the host copies), token_dispatcher (its own
+    binding of the host-copy helper)."""
+    if module.__name__.endswith("token_dispatcher"):
+        from megatron.core.transformer.moe import moe_utils
+
+        host_split_sizes(moe_utils)  # whichever module's hook runs first: wrap does it once
+        module.maybe_move_tensor_to_cpu = moe_utils.maybe_move_tensor_to_cpu
+        return "the alltoall dispatcher's split sizes reach all_to_all_single as numpy, as from a device"
+    return f"{router_gemm_without_te(module)}; {host_split_sizes(module)}"
+
+
+def host_split_sizes(moe_utils) -> str:
+    """The alltoall dispatcher copies its split sizes to the host with ``maybe_move_tensor_to_cpu(...,
+    as_numpy=True)``: a CUDA tensor comes back as a numpy array, which ``all_to_all_single`` takes; a host
+    tensor comes back unchanged, a torch tensor, which it refuses (``TypeError: all_to_all_single():
+    incompatible function arguments ... tensor([450, 443])``, a 235B rehearsal's first ``compute_log_prob``).
+    On the host the copy is the tensor itself: as_numpy gives its numpy view, as the device path does."""
+
+    def make(original):
+        def maybe_move_tensor_to_cpu(tensor, as_numpy=False, record_stream=False):
+            import torch
+
+            if as_numpy and torch.is_tensor(tensor) and tensor.device.type == "cpu":
+                return tensor.numpy()
+            return original(tensor, as_numpy=as_numpy, record_stream=record_stream)
+
+        return maybe_move_tensor_to_cpu
+
+    wrap(moe_utils, "maybe_move_tensor_to_cpu", "rehearse_mcore_moe", make)
+    return "maybe_move_tensor_to_cpu(as_numpy=True) of a host tensor gives numpy, as from a device"
+
+
 def router_gemm_without_te(moe_utils) -> str:
     """megatron-core 0.16.1 imports ``te_general_gemm`` from Transformer Engine in ``moe_utils.py`` and, when
     TE is absent, defines no name at all; ``RouterGatingLinearFunction`` then tests ``te_general_gemm is not
