@@ -58,7 +58,7 @@ def test_a_megatron_critic_or_a_reward_model_is_refused_naming_the_role_before_a
 REHEARSAL_RECORDS = {"rehearse_platform", "rehearse_backend", "rehearse_offload", "rehearse_rollout", "rehearse_report",
                      "rehearse_value_head",
                      "rehearse_mcore_cuda", "rehearse_mcore_rng", "rehearse_mcore_spec", "rehearse_mcore_attention",
-                     "rehearse_mcore_optimizer", "rehearse_mcore_norm"}
+                     "rehearse_mcore_optimizer", "rehearse_mcore_norm", "rehearse_mcore_moe"}
 
 
 @needs_09

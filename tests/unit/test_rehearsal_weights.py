@@ -2,25 +2,27 @@
 
 import pytest
 
-from verl_ascend.rehearse import plan, rehearsal
+from verl_ascend.rehearse import engine, layout, plan
 
 pytestmark = pytest.mark.verl_agnostic  # plan and rehearsal decide this from the override strings alone
 
 LOADS_BOTH = ["actor_rollout_ref.actor.megatron.use_dist_checkpointing=True",
               "actor_rollout_ref.ref.megatron.use_dist_checkpointing=True",
               "actor_rollout_ref.actor.megatron.tensor_model_parallel_size=2"]
-BUILT = {"layers": 2}
+# the layout the plan would scale to (its own tests: test_rehearsal_layout.py); only the weights differ here
+LAYOUT = layout.Layout(roles={}, layers=2, real_layers=28, nproc=2, moe=False, overrides=[], replaced={},
+                       changes=[])
 
 
 @pytest.fixture
 def converted(monkeypatch):
     calls = []
-    monkeypatch.setattr(rehearsal, "convert_tiny_model", lambda model, output: calls.append((str(model), output)))
+    monkeypatch.setattr(engine, "convert_tiny_model", lambda model, output: calls.append((str(model), output)))
     return calls
 
 
 def _weights(tmp_path, overrides, given=()):
-    m = rehearsal._megatron(overrides + list(given), 2, BUILT, tmp_path / "model", tmp_path / "mcore", given=given)
+    m = engine._megatron(overrides + list(given), LAYOUT, tmp_path / "model", tmp_path / "mcore", given=given)
     _, changes = plan._megatron_overrides(m, 2)
     return m, " | ".join(changes)
 

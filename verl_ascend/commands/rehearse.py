@@ -30,7 +30,9 @@ def register(sub) -> None:
                    "(e.g. --override reward.custom_reward_function.path=my_reward.py)")
     p.add_argument("--steps", type=positive_int, default=2, help="training steps before the checkpoint (default 2)")
     p.add_argument("--nproc", type=int, choices=(1, 2, 4), default=2,
-                   help="CPU training ranks (default 2; a Megatron recipe keeps TP first, then PP: 4 ranks keep TP2 PP2)")
+                   help="CPU training ranks (default 2). A Megatron recipe keeps as many of its parallel kinds above 1 as the "
+                   "ranks hold, TP first on a tie (2 ranks: TP2; 4 ranks: TP2 PP2 from the 32B recipe's TP8 PP2, TP2 PP2 "
+                   "EP2 from the 235B recipe's TP4 PP8 EP4)")
     p.add_argument("--out", metavar="DIR", help="output folder (default ./rehearse-<recipe name>)")
     p.add_argument("--keep-model", action="store_true", help="keep the tiny model in DIR/model (and, for a recipe loading a dist checkpoint, its "
                    "conversion in DIR/model_mcore)")

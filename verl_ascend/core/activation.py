@@ -37,7 +37,8 @@ PATCHES = {
     "rehearse_value_head": ("verl_ascend.rehearse.runtime", ("verl.utils.model",)),
     "rehearse_report": ("verl_ascend.rehearse.runtime", (
         "verl.experimental.agent_loop.agent_loop", "verl.utils.checkpoint.megatron_checkpoint_manager",
-        "verl.utils.checkpoint.fsdp_checkpoint_manager", "verl.workers.engine.base")),
+        "verl.utils.checkpoint.fsdp_checkpoint_manager", "verl.workers.engine.base",
+        "megatron.core.transformer.transformer_block")),
     # ... and the ones verl's Megatron engine needs on a CPU host (verl_ascend/rehearse/mcore/)
     "rehearse_mcore_cuda": ("verl_ascend.rehearse.mcore", (
         "megatron.core.tensor_parallel.layers", "megatron.core.tensor_parallel.mappings",
@@ -47,7 +48,10 @@ PATCHES = {
         "megatron.core.pipeline_parallel.p2p_communication", "megatron.core.pipeline_parallel.schedules",
         "megatron.core.optimizer.optimizer", "megatron.core.optimizer.distrib_optimizer",
         "megatron.core.optimizer.clip_grads", "megatron.core.dist_checkpointing.strategies.state_dict_saver",
-        "megatron.core.dist_checkpointing.strategies.filesystem_async", "mbridge.core.util")),
+        "megatron.core.dist_checkpointing.strategies.filesystem_async", "mbridge.core.util",
+        "megatron.core.transformer.moe.router", "megatron.core.transformer.moe.experts",
+        "megatron.core.transformer.moe.token_dispatcher", "megatron.core.transformer.moe.moe_utils",
+        "megatron.core.transformer.moe.shared_experts")),
     "rehearse_mcore_rng": ("verl_ascend.rehearse.mcore", ("megatron.core.tensor_parallel.random",)),
     "rehearse_mcore_spec": ("verl_ascend.rehearse.mcore", ("mbridge.core.llm_bridge", "mbridge.core.bridge")),
     "rehearse_mcore_attention": ("verl_ascend.rehearse.mcore", ("megatron.core.transformer.dot_product_attention",)),
@@ -55,6 +59,8 @@ PATCHES = {
         "megatron.core.optimizer.distrib_optimizer", "megatron.core.optimizer.optimizer",
         "megatron.core.optimizer.clip_grads")),
     "rehearse_mcore_norm": ("verl_ascend.rehearse.mcore", ("megatron.core.transformer.torch_norm",)),
+    "rehearse_mcore_moe": ("verl_ascend.rehearse.mcore", ("megatron.core.transformer.moe.moe_utils",
+                                                         "megatron.core.transformer.moe.token_dispatcher")),
 }
 
 _state = {"active": False, "armed": False, "sources": [], "disabled_by_env": False}

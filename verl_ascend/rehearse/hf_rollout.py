@@ -19,6 +19,7 @@ so ``training/rollout_probs_diff_*`` stays near zero when the weights did arrive
 
 import asyncio
 import logging
+import re
 import threading
 
 import ray
@@ -54,6 +55,7 @@ class HFServer:
 
     def update_weights(self, state: dict, global_steps=None) -> int:
         with self._lock:
+            state = fuse_experts(state, self.model.state_dict())
             result = self.model.load_state_dict(state, strict=False)
             if result.unexpected_keys:
                 raise RuntimeError(f"hf rollout: weights the model does not have: {result.unexpected_keys[:5]}")
@@ -118,6 +120,37 @@ class HFReplica(RolloutReplica):
 
     def rollout_worker_use_gpu(self) -> bool:
         return False
+
+
+_EXPERT = re.compile(r"^(.*\.experts)\.(\d+)\.(gate_proj|up_proj|down_proj)\.weight$")
+
+
+def fuse_experts(state: dict, model_state: dict) -> dict:
+    """Per-expert HF names (``...experts.<i>.gate_proj.weight``, what mbridge exports and the checkpoint holds)
+    -> the fused tensors of a model that keeps its experts stacked (transformers 5: ``experts.gate_up_proj``
+    [E, 2I, H] with gate before up, ``experts.down_proj`` [E, H, I]; ``from_pretrained`` does this conversion,
+    ``load_state_dict`` does not). A model with per-expert modules gets the state unchanged."""
+    groups, out = {}, {}
+    for name, tensor in state.items():
+        match = _EXPERT.match(name)
+        if match and f"{match.group(1)}.gate_up_proj" in model_state:
+            groups.setdefault(match.group(1), {}).setdefault(match.group(3), {})[int(match.group(2))] = tensor
+        else:
+            out[name] = tensor
+    for prefix, parts in groups.items():
+        experts = model_state[f"{prefix}.gate_up_proj"].shape[0]
+        for part in ("gate_proj", "up_proj", "down_proj"):
+            missing = sorted(set(range(experts)) - set(parts.get(part, {})))
+            if missing:
+                raise RuntimeError(f"hf rollout: the weight sync lacks {prefix}.{missing[:4]}.{part}")
+        out[f"{prefix}.gate_up_proj"] = torch.stack(
+            [torch.cat([parts["gate_proj"][e], parts["up_proj"][e]], dim=0) for e in range(experts)])
+        out[f"{prefix}.down_proj"] = torch.stack([parts["down_proj"][e] for e in range(experts)])
+        for key in (f"{prefix}.gate_up_proj", f"{prefix}.down_proj"):
+            if tuple(out[key].shape) != tuple(model_state[key].shape):
+                raise RuntimeError(f"hf rollout: {key} fused to {tuple(out[key].shape)}, the model holds "
+                                   f"{tuple(model_state[key].shape)}")
+    return out
 
 
 class HFServerAdapter(BaseRollout):

@@ -180,3 +180,48 @@ def watch_engines(engine_base) -> str:
     if not wrap(engine_base.EngineRegistry, "get_engine_cls", "rehearse_report", make):
         return "EngineRegistry already watched"
     return "EngineRegistry says which engine class each worker builds"
+
+
+def _model_line(block) -> str:
+    """What this rank built, read from the block itself and megatron's parallel state."""
+    from megatron.core import parallel_state as mpu
+
+    layers = [layer.layer_number for layer in block.layers]
+    moe = [layer.mlp for layer in block.layers if hasattr(getattr(layer, "mlp", None), "router")]
+    parts = [f"TP rank {mpu.get_tensor_model_parallel_rank()}/{mpu.get_tensor_model_parallel_world_size()}",
+             f"PP stage {mpu.get_pipeline_model_parallel_rank()}/{mpu.get_pipeline_model_parallel_world_size()}",
+             f"EP rank {mpu.get_expert_model_parallel_rank()}/{mpu.get_expert_model_parallel_world_size()}"]
+    vp = getattr(block, "vp_stage", None)
+    if vp is not None:
+        parts.append(f"virtual stage {vp}")
+    text = f"model in rank {_rank()}: {', '.join(parts)}: decoder layers {layers} of {block.config.num_layers}"
+    if moe:
+        mlp = moe[0]
+        local = list(getattr(mlp, "local_expert_indices", []) or [])
+        text += (f"; MoE in {len(moe)} of them: router (top-{block.config.moe_router_topk}), experts {local} of "
+                 f"{block.config.num_moe_experts} here ({type(mlp.experts).__name__}), token dispatcher "
+                 f"{type(mlp.token_dispatcher).__name__}")
+    return text
+
+
+def watch_models(transformer_block) -> str:
+    """Wrap megatron's ``TransformerBlock.__init__``: each rank says once per model what it built (its pipeline
+    stage and layers, its experts and the dispatcher), so a run's log shows the layout it really ran."""
+    from verl_ascend.core.marks import wrap
+
+    def make(original):
+        def __init__(self, *args, **kwargs):
+            original(self, *args, **kwargs)
+            try:
+                line = _model_line(self)
+            except Exception as exc:  # a report must never break the run
+                line = f"could not describe the model in rank {_rank()} ({type(exc).__name__}: {exc})"
+            if line not in _said:
+                _said.add(line)
+                say(line)
+
+        return __init__
+
+    if not wrap(transformer_block.TransformerBlock, "__init__", "rehearse_report", make):
+        return "TransformerBlock already watched"
+    return "TransformerBlock says each rank's pipeline stage, layers and experts"

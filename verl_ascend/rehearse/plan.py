@@ -5,8 +5,8 @@ Every override of the recipe is kept unless it names something the rehearsal mus
 a tiny random model needs larger to show a learning signal in 2-3 steps); each replaced or dropped
 one is listed with the reason. Algorithm, advantage estimator, KL settings, reward, data columns,
 the trainer path (``trainer.use_v1``) and the engine stay the recipe's: a Megatron recipe runs
-verl's Megatron engine with its parallel kinds scaled to the CPU ranks (:func:`megatron_layout`),
-an FSDP recipe runs FSDP2.
+verl's Megatron engine with its parallel kinds scaled to the CPU ranks (:mod:`.layout`),
+an FSDP recipe runs FSDP2. The engine is the one verl composes (:func:`engine_of`).
 """
 
 import dataclasses
@@ -63,37 +63,18 @@ MEGATRON_ONLY = (
 # the tiny model's init scale (0.02), enough for kl_loss to move, small enough to stay stable.
 REHEARSAL_LR = "1e-3"
 ROLES = ("actor", "ref")
+# Kernel choices mbridge's MoE bridges (Qwen2/Qwen3-MoE) switch on that have no CPU build: the torch norm
+# asserts against persist_layer_norm; GroupedMLP needs the grouped_gemm CUDA package (SequentialMLP holds the
+# same checkpoint layout, as our converter writes it); the bias fusions are CUDA-jitted. Same math without them.
+MOE_KERNELS = ("persist_layer_norm", "moe_grouped_gemm", "bias_activation_fusion", "bias_dropout_fusion")
 
 
-def is_megatron(config_name: str, overrides) -> bool:
-    strategy = value_of(overrides, "actor_rollout_ref.actor.strategy", "")
-    return "megatron" in (config_name or "") or strategy == "megatron"  # ppo_/dapo_megatron_trainer
+def engine_of(cfg) -> str:
+    """The actor's engine in the config verl composes from the recipe (``actor.strategy``, which the
+    ``model_engine`` defaults group and the config name set): "megatron", "fsdp", "fsdp2", ..."""
+    from omegaconf import OmegaConf
 
-
-def _int(value, default: int) -> int:
-    try:
-        return int(str(value).strip())
-    except (TypeError, ValueError):
-        return default  # unset, null, an interpolation: verl's default
-
-
-def megatron_layout(overrides, nproc: int, layers: int) -> tuple:
-    """(tp, pp, note): the recipe's TP and PP kept where the ranks allow, TP first.
-
-    A recipe's TP2 PP2 on 2 ranks keeps TP2 (tensor parallel with its sequence-parallel collectives
-    is the kind more code depends on); on 4 ranks both. PP never exceeds the tiny model's layers.
-    """
-    tp = _int(value_of(overrides, "actor_rollout_ref.actor.megatron.tensor_model_parallel_size"), 1)
-    pp = _int(value_of(overrides, "actor_rollout_ref.actor.megatron.pipeline_model_parallel_size"), 1)
-    new_tp = max(1, min(tp, nproc))
-    while nproc % new_tp:
-        new_tp -= 1
-    new_pp = max(1, min(pp, nproc // new_tp, layers))
-    note = f"recipe TP{tp} PP{pp} -> TP{new_tp} PP{new_pp} (DP{nproc // (new_tp * new_pp)}) on {nproc} CPU rank(s)"
-    if (new_tp, new_pp) != (tp, pp):
-        kept = [k for k, old, new in (("TP", tp, new_tp), ("PP", pp, new_pp)) if new > 1 and old > 1]
-        note += f"; kept {' and '.join(kept) if kept else 'no model parallelism'}"
-    return new_tp, new_pp, note
+    return str(OmegaConf.select(cfg, "actor_rollout_ref.actor.strategy", default="") or "")
 
 
 @dataclasses.dataclass
@@ -138,12 +119,10 @@ def is_true(overrides, key: str) -> bool:
 class Megatron:
     """How the rehearsal runs a Megatron recipe (None in :func:`build` for an FSDP recipe)."""
 
-    tp: int
-    pp: int
-    layout_note: str
+    layout: object               # rehearse.layout.Layout: parallel sizes and layer counts for the CPU ranks
     dist_ckpt: str = ""          # the converted tiny model, when the recipe loads a dist checkpoint
     weights_given: bool = False  # --override names every loading role's dist_checkpointing_path: not converted
-    vanilla_mbridge: str = ""    # "True" to set (the recipe left verl's default and Megatron-Bridge is absent)
+    bridge: str = ""             # the bridge the recipe's config chose, as the workers import it (never swapped)
     ref_own_transformer_config: bool = False  # the recipe sets ref.megatron.override_transformer_config.* itself
     mindspeed: str = ""          # MindSpeed's version when importable here: verl's MindspeedEngine, as on A2
 
@@ -153,19 +132,21 @@ def _megatron_overrides(m: Megatron, micro: int) -> tuple:
     if m.mindspeed:
         engine = (f"verl's MindSpeed engine (MindspeedEngineWithLMHead, as on an A2 node: MindSpeed {m.mindspeed} is "
                   "importable here; its adaptor imported before megatron, repatch with the recipe's options)")
-    ours, changes = [], [f"engine: {engine} over gloo, {m.layout_note}"]
+    ours, changes = list(m.layout.overrides), [f"engine: {engine} over gloo, {m.layout.note}"] + m.layout.changes
     for role in ROLES:
         base = f"actor_rollout_ref.{role}.megatron"
-        ours += [f"{base}.tensor_model_parallel_size={m.tp}", f"{base}.pipeline_model_parallel_size={m.pp}",
-                 f"{base}.virtual_pipeline_model_parallel_size=null", f"{base}.context_parallel_size=1",
-                 f"{base}.expert_model_parallel_size=1", f"{base}.expert_tensor_parallel_size=null"]
         # verl's reference inherits the actor's override_transformer_config (an oc.select interpolation):
         # a key set on the ref would replace that whole dict, so the ref gets it only where the recipe set its own
         if role == "actor" or m.ref_own_transformer_config:
             ours += [f"++{base}.override_transformer_config.masked_softmax_fusion=False"]
+            if m.layout.moe:
+                ours += [f"++{base}.override_transformer_config.{key}=False" for key in MOE_KERNELS]
         if m.dist_ckpt:
             ours += [f"{base}.dist_checkpointing_path={m.dist_ckpt}"]
     ours += ["actor_rollout_ref.actor.megatron.use_remove_padding=False"]
+    if m.layout.moe:
+        changes.append(f"megatron MoE: {', '.join(k + '=False' for k in MOE_KERNELS)} (mbridge turns them on; no CPU "
+                       "kernels: the torch norm, SequentialMLP experts, unfused bias ops; same weights and math)")
     changes.append("megatron: padded (bshd) batches, torch softmax (masked_softmax_fusion=False: the fused kernel is "
                    "CUDA-only), megatron's local layer spec instead of Transformer Engine; CUDA-only calls adapted by "
                    "the rehearse_mcore_* records (verl-ascend status lists them)")
@@ -174,10 +155,8 @@ def _megatron_overrides(m: Megatron, micro: int) -> tuple:
                        "(use_dist_checkpointing kept, as the recipe loads its weights)")
     elif m.weights_given:
         changes.append("initial weights: the dist checkpoint that --override names (nothing converted here)")
-    if m.vanilla_mbridge:
-        ours += ["actor_rollout_ref.actor.megatron.vanilla_mbridge=True"]
-        changes.append("bridge: mbridge (vanilla_mbridge=True): the recipe leaves verl's default, NVIDIA "
-                       "Megatron-Bridge, which is not installed here")
+    if m.bridge:
+        changes.append(f"bridge: the recipe's, {m.bridge}")
     return ours, changes
 
 
@@ -187,12 +166,13 @@ def build(config_name: str, recipe_overrides: list, *, model_dir: str, train_fil
     changes, kept, dropped = [], [], {}
     name = config_name or "ppo_trainer"
     rules = COMMON + (MEGATRON_ONLY if megatron else FSDP_ONLY)
+    replaced = megatron.layout.replaced if megatron else {}
     if not megatron and name == MEGATRON_CONFIG:
         name = "ppo_trainer"
         changes.append(f"config {config_name} -> {name} (engine Megatron -> FSDP2)")
     for item in recipe_overrides:
         prefix, key, value = split(item)
-        reason = _reason(key, rules)
+        reason = replaced.get(key) or _reason(key, rules)
         if reason is None:
             kept.append(item)
             continue

@@ -5,7 +5,6 @@
 prints the ``logs`` report of the run.
 """
 
-import dataclasses
 import importlib.util
 import os
 import secrets
@@ -16,19 +15,17 @@ import tempfile
 import time
 from pathlib import Path
 
-from verl_ascend.core import findings, platform
+from verl_ascend.core import findings
+from verl_ascend.rehearse import engine
 from verl_ascend.rehearse import plan as plan_mod
 from verl_ascend.rehearse import reward as reward_mod
+from verl_ascend.rehearse.engine import CPU_RUN, ConvertFailed
 from verl_ascend.rehearse.runtime import ENV
 
 TRAINER = "verl.trainer.main_ppo"
 DAPO_TRAINER = "recipe.dapo.main_dapo"  # verl's DAPO recipe, run from a verl source tree (VERL_SRC)
 RESPONSE_LENGTH = 16
 N_RESP = 2
-
-
-class ConvertFailed(Exception):
-    """Our converter failed on the rehearsal's tiny model: the rehearsal fails (exit 1) with its last lines."""
 
 
 class RehearseError(findings.BadInput):
@@ -141,11 +138,6 @@ def prompt_length(model_dir: Path, train_file: str, prompt_key: str = "prompt") 
     return ((longest + 16) // 32 + 1) * 32
 
 
-# A CPU run even on an Ascend node: torch does not load torch_npu by itself and the NPU patches stand aside
-# (gloo, not HCCL; MindSpeed's adaptor still imports torch_npu, as it does on the node).
-CPU_RUN = {"VERL_ASCEND_DEVICE": "cpu", "TORCH_DEVICE_BACKEND_AUTOLOAD": "0"}
-
-
 def child_env(launch_env: dict, megatron=None) -> dict:
     env = dict(os.environ)
     # The recipe's own verl-ascend switches travel (they change the plugin's behaviour); its NPU settings do not.
@@ -208,53 +200,6 @@ def _recipe_reward(overrides, cwd: str) -> tuple:
     return path, name
 
 
-def _megatron(overrides, nproc: int, built: dict, model_dir: Path, mcore_dir: Path, given=()):
-    """How the Megatron recipe runs here: layout, initial weights (converted), bridge.
-
-    ``given``: the user's own ``--override`` items; where they name every loading role's
-    ``dist_checkpointing_path`` and each path is on this machine, those weights are used and nothing is
-    converted (a path of the cluster's, absent here, is replaced like the recipe's own)."""
-    tp, pp, note = plan_mod.megatron_layout(overrides, nproc, built["layers"])
-    loading = [role for role in plan_mod.ROLES
-               if plan_mod.is_true(overrides, f"actor_rollout_ref.{role}.megatron.use_dist_checkpointing")]
-    named = {role for role in loading
-             if os.path.exists(str(plan_mod.value_of(given, f"actor_rollout_ref.{role}.megatron.dist_checkpointing_path")
-                                   or ""))}
-    dist_ckpt = str(mcore_dir) if loading and set(loading) - named else ""
-    if dist_ckpt:
-        convert_tiny_model(model_dir, dist_ckpt)
-    vanilla = plan_mod.value_of(overrides, "actor_rollout_ref.actor.megatron.vanilla_mbridge")
-    set_vanilla = "True" if vanilla is None and not platform.importable("megatron.bridge") else ""
-    ref_own = any(plan_mod.split(item)[1].startswith("actor_rollout_ref.ref.megatron.override_transformer_config")
-                  for item in overrides)
-    return plan_mod.Megatron(tp=tp, pp=pp, layout_note=note, dist_ckpt=dist_ckpt,
-                             weights_given=bool(loading) and not dist_ckpt, vanilla_mbridge=set_vanilla,
-                             ref_own_transformer_config=ref_own, mindspeed=mindspeed_here())
-
-
-def mindspeed_here() -> str:
-    """MindSpeed's version when main_ppo's workers can import it (same interpreter and path as here), else ''."""
-    if not platform.importable("mindspeed"):
-        return ""
-    # a source checkout on PYTHONPATH (how MindSpeed is installed) has no installed-package record
-    return platform.installed_version("mindspeed") or "of unrecorded version"
-
-
-def convert_tiny_model(model_dir: Path, output: str) -> None:
-    """The tiny HF model -> a Megatron dist checkpoint, by our converter, in its own process (as a user runs it)."""
-    import subprocess
-
-    print(f"rehearse: converting the tiny model to a Megatron dist checkpoint (verl-ascend convert) -> {output} ...",
-          flush=True)
-    env = {k: v for k, v in os.environ.items() if k != ENV}
-    env.update(OMP_NUM_THREADS="1", HF_HUB_OFFLINE="1", **CPU_RUN)
-    proc = subprocess.run([sys.executable, "-m", "verl_ascend", "convert", "--hf_model_path", str(model_dir),
-                           "--output_path", output], env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True)
-    if proc.returncode != 0:
-        tail = (proc.stderr or proc.stdout).strip().splitlines()[-5:]
-        raise ConvertFailed(f"verl-ascend convert of the tiny model failed (exit {proc.returncode}): " + " | ".join(tail))
-
-
 def run(options) -> int:
     """The rehearsal ``options`` (the parsed rehearse flags) ask for: 0 ok, 1 the run failed (said on stderr).
 
@@ -289,11 +234,13 @@ def run(options) -> int:
     elif launch.module != TRAINER:
         raise RehearseError(f"{recipe} launches {launch.module}; rehearse runs {TRAINER} recipes, and {DAPO_TRAINER} "
                             "from a verl source tree")
-    from verl_ascend.recipe import compose as compose_mod
-
-    composed = compose_mod.compose_launch(dataclasses.replace(
-        launch, overrides=list(launch.overrides) + list(options.overrides)))
-    roles = unsupported_roles(composed.config) if composed.config is not None else []
+    try:  # the config verl composes from the recipe: what decides the engine, the roles, the bridge
+        cfg = engine.compose(launch, list(launch.overrides) + list(options.overrides))
+        if plan_mod.engine_of(cfg) == "megatron":
+            engine.check_bridge(cfg)
+    except engine.EngineError as exc:
+        raise RehearseError(str(exc)) from None
+    roles = unsupported_roles(cfg)
     if roles:
         raise RehearseError(f"{recipe} runs {' and '.join(roles)}; rehearse scales the actor, its rollout, the "
                             "reference model and an FSDP critic (that role would keep its cluster model path and "
@@ -313,7 +260,7 @@ def run(options) -> int:
     try:
         # a stop signal raises reaper.Stopped here: whatever runs (the converter, a main_ppo) is ended on the way out
         with reaper.stop_signals_raise():
-            return _rehearse(options, recipe, launch, out, ckpt_dir, work, model_dir, started, composed.config)
+            return _rehearse(options, recipe, launch, out, ckpt_dir, work, model_dir, started, cfg)
     except reaper.Stopped as stop:
         print(f"verl-ascend rehearse: {stop}; the run was ended (nothing of it is left running)", file=sys.stderr)
         return 128 + stop.signum
@@ -330,20 +277,26 @@ def _rehearse(options, recipe, launch, out, ckpt_dir, work, model_dir, started, 
     filtered = plan_mod.is_true(overrides, "algorithm.filter_groups.enable")
     # DAPO's filter evicts about 3 of 4 groups here (see reward.py) and refills them from the data
     train, val, data_note = prepare_data(overrides, out / "data", batch * (steps + 1) * (8 if filtered else 1), 4)
-    print("rehearse: building the tiny model and tokenizer ...", flush=True)
+    model_path = plan_mod.value_of(overrides, "actor_rollout_ref.model.path", "")
+    layout, mindspeed = None, ""
     try:
-        built = assets.build(plan_mod.value_of(overrides, "actor_rollout_ref.model.path", ""),
-                             assets.prompt_texts([train, val]), model_dir)
-    except assets.AssetError as exc:
+        if plan_mod.engine_of(cfg) == "megatron":  # the engine is the one verl composes from the recipe
+            mindspeed = engine.mindspeed_here()
+            layout = engine.megatron_layout(cfg, overrides, nproc, assets.source_config(model_path)[0], mindspeed)
+        print("rehearse: building the tiny model and tokenizer ...", flush=True)
+        built = assets.build(model_path, assets.prompt_texts([train, val]), model_dir,
+                             **({"layers": layout.layers} if layout else {}))
+    except (assets.AssetError, engine.EngineError) as exc:
         raise RehearseError(str(exc)) from None
     plen = prompt_length(model_dir, train, plan_mod.value_of(overrides, "data.prompt_key", "prompt"))
     ray_tmp = str(work / "ray")
     reward_file, reward_note = reward_mod.write(out, *_recipe_reward(overrides, launch.cwd), filtered=filtered)
     megatron = None
-    if plan_mod.is_megatron(launch.config_name, overrides):
+    if layout is not None:
         try:
             mcore_dir = out / "model_mcore" if options.keep_model else work / "mcore"
-            megatron = _megatron(overrides, nproc, built, model_dir, mcore_dir, given=options.overrides)
+            megatron = engine._megatron(cfg, overrides, layout, model_dir, mcore_dir, given=options.overrides,
+                                        mindspeed=mindspeed)
         except ConvertFailed as exc:
             print(f"verl-ascend rehearse: {exc}", file=sys.stderr)
             return 1
@@ -359,11 +312,11 @@ def _rehearse(options, recipe, launch, out, ckpt_dir, work, model_dir, started, 
                               val_file=val, nproc=nproc, steps=steps, prompt_length=plen,
                               response_length=RESPONSE_LENGTH, ckpt_dir=str(ckpt_dir), ray_tmp=ray_tmp,
                               n_resp=N_RESP, batch=batch, reward_file=reward_file, megatron=megatron,
-                              critic=cfg is not None and needs_critic(cfg))
+                              critic=needs_critic(cfg))
     use_v1 = plan_mod.value_of(overrides, "trainer.use_v1", "True (verl 0.9 default)")
     changes = [f"model: {built['architecture']} ({built['model_type']}) from {built['source']} -> "
                f"{built['layers']} layers, hidden {built['hidden']}, vocab {built['vocab']}, {built['params']:,} "
-               f"parameters, random weights{', MoE kept' if built['moe'] else ''}; tokenizer: byte-level BPE trained "
+               f"parameters, random weights{engine.moe_note(built)}; tokenizer: byte-level BPE trained "
                "here (offline)", data_note, reward_note] + the_plan.changes
     kept = [f"kept: {item}" for item in the_plan.kept]
     extra = [f"--override (read as the recipe's last overrides): {item}" for item in options.overrides]

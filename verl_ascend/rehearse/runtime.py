@@ -20,7 +20,8 @@ How: six records, shown by ``verl-ascend status`` like the patches, that act onl
                                                     path and rollout_order's verdict on it (inloop.py);
                         verl checkpoint managers    after each save/load an actor rank says how many shard
                                                     entries ckpt_validation checked, in how long;
-                        verl EngineRegistry         each worker names the engine class verl picked
+                        verl EngineRegistry         each worker names the engine class verl picked;
+                        megatron TransformerBlock   each rank names its pipeline stage, layers, experts
 Upstream: none; verl has no CPU training path (the duplicate back-end string is verl's
     ``initialize_global_process_group_ray`` in ``verl/utils/distributed.py``).
 Remove when: verl ships a CPU platform and a CPU rollout.
@@ -165,8 +166,10 @@ def _rollout_apply(module):
 
 
 def _report_apply(module):
-    from .inloop import watch_checkpoints, watch_engines, watch_manager
+    from .inloop import watch_checkpoints, watch_engines, watch_manager, watch_models
 
+    if module.__name__ == MODEL_BLOCK:
+        return watch_models(module)
     if module.__name__.startswith("verl.utils.checkpoint."):
         return watch_checkpoints(module)
     if module.__name__ == ENGINE_BASE:
@@ -175,6 +178,8 @@ def _report_apply(module):
 
 
 def _report_probe(module):
+    if module.__name__ == MODEL_BLOCK:
+        return None if isinstance(getattr(module, "TransformerBlock", None), type) else "no TransformerBlock here"
     if module.__name__.startswith("verl.utils.checkpoint."):
         found = [n for n in ("MegatronCheckpointManager", "FSDPCheckpointManager") if hasattr(module, n)]
         return None if found else f"no checkpoint manager class in {module.__name__}"
@@ -213,8 +218,9 @@ def _value_head_apply(module):
 
 
 ENGINE_BASE = "verl.workers.engine.base"
+MODEL_BLOCK = "megatron.core.transformer.transformer_block"
 REPORT_TARGETS = ("verl.experimental.agent_loop.agent_loop", "verl.utils.checkpoint.megatron_checkpoint_manager",
-                  "verl.utils.checkpoint.fsdp_checkpoint_manager", ENGINE_BASE)
+                  "verl.utils.checkpoint.fsdp_checkpoint_manager", ENGINE_BASE, MODEL_BLOCK)
 
 PATCHES = (
     Patch(name="rehearse_platform", targets=("verl",), applies=_gate(_platform_probe),

@@ -5,6 +5,7 @@ detail line ``verl-ascend status`` shows.
 """
 
 import functools
+import re
 
 from verl_ascend.core.marks import wrap
 
@@ -86,7 +87,33 @@ def local_norm_names(bridge) -> str:
         return _weight_name_mapping_mcore_to_hf
 
     wrap(bridge.Bridge, "_weight_name_mapping_mcore_to_hf", "rehearse_mcore_spec", make)
-    return "Bridge maps the local spec's norm names through TE's"
+    wrap(bridge.Bridge, "_weight_name_mapping_mcore_local_to_global", "rehearse_mcore_spec", _expert_names)
+    return "Bridge maps the local spec's norm names through TE's, and SequentialMLP's expert names through TEGroupedMLP's"
+
+
+_SEQUENTIAL_EXPERT = re.compile(r"\.mlp\.experts\.local_experts\.(\d+)\.(linear_fc[12])\.weight$")
+
+
+def _expert_names(original):
+    """The local spec's MoE experts are a ``SequentialMLP`` (``mlp.experts.local_experts.<i>.linear_fc1.weight``);
+    mbridge knows TEGroupedMLP's names only (``mlp.experts.linear_fc1.weight<i>``), and its weight export finds
+    the experts to all-gather over expert parallel by that name: the SequentialMLP name raised ``Unsupported
+    parameter name`` at the first weight sync to the rollout. The two hold the same tensor per expert (megatron's
+    experts.py says their checkpoints are interchangeable), so the local-to-global name map gives TEGroupedMLP's
+    name, with the global expert number where the caller asks for it (``consider_ep``), as it does for TE's."""
+
+    def _weight_name_mapping_mcore_local_to_global(self, model, consider_ep=True):
+        names = original(self, model, consider_ep=consider_ep)
+        ep_size, ep_rank = getattr(self.mpu, "ep_size", 1) or 1, getattr(self.mpu, "ep_rank", 0) or 0
+        per_rank = (self.config.num_moe_experts or 0) // ep_size
+        for local, name in names.items():
+            match = _SEQUENTIAL_EXPERT.search(name)
+            if match:
+                expert = int(match.group(1)) + (per_rank * ep_rank if consider_ep and ep_size > 1 else 0)
+                names[local] = f"{name[:match.start()]}.mlp.experts.{match.group(2)}.weight{expert}"
+        return names
+
+    return _weight_name_mapping_mcore_local_to_global
 
 
 # ---- megatron local attention: verl's [b, s] padding mask ---------------------------------------------
@@ -174,3 +201,52 @@ def norm_with_sequence_parallel(torch_norm) -> str:
 
     wrap(cls, "__new__", "rehearse_mcore_norm", make)  # __new__ is a staticmethod in the class dict: it stays one
     return "WrappedTorchNorm accepts sequence_parallel (its params marked for the TP grad all-reduce)"
+
+
+# ---- megatron MoE router without Transformer Engine ---------------------------------------------------
+
+
+def moe_without_te(module) -> str:
+    """The two MoE fixes, by target: moe_utils (the router GEMM, the host copies), token_dispatcher (its own
+    binding of the host-copy helper)."""
+    if module.__name__.endswith("token_dispatcher"):
+        from megatron.core.transformer.moe import moe_utils
+
+        host_split_sizes(moe_utils)  # whichever module's hook runs first: wrap does it once
+        module.maybe_move_tensor_to_cpu = moe_utils.maybe_move_tensor_to_cpu
+        return "the alltoall dispatcher's split sizes reach all_to_all_single as numpy, as from a device"
+    return f"{router_gemm_without_te(module)}; {host_split_sizes(module)}"
+
+
+def host_split_sizes(moe_utils) -> str:
+    """The alltoall dispatcher copies its split sizes to the host with ``maybe_move_tensor_to_cpu(...,
+    as_numpy=True)``: a CUDA tensor comes back as a numpy array, which ``all_to_all_single`` takes; a host
+    tensor comes back unchanged, a torch tensor, which it refuses (``TypeError: all_to_all_single():
+    incompatible function arguments ... tensor([450, 443])``, a 235B rehearsal's first ``compute_log_prob``).
+    On the host the copy is the tensor itself: as_numpy gives its numpy view, as the device path does."""
+
+    def make(original):
+        def maybe_move_tensor_to_cpu(tensor, as_numpy=False, record_stream=False):
+            import torch
+
+            if as_numpy and torch.is_tensor(tensor) and tensor.device.type == "cpu":
+                return tensor.numpy()
+            return original(tensor, as_numpy=as_numpy, record_stream=record_stream)
+
+        return maybe_move_tensor_to_cpu
+
+    wrap(moe_utils, "maybe_move_tensor_to_cpu", "rehearse_mcore_moe", make)
+    return "maybe_move_tensor_to_cpu(as_numpy=True) of a host tensor gives numpy, as from a device"
+
+
+def router_gemm_without_te(moe_utils) -> str:
+    """megatron-core 0.16.1 imports ``te_general_gemm`` from Transformer Engine in ``moe_utils.py`` and, when
+    TE is absent, defines no name at all; ``RouterGatingLinearFunction`` then tests ``te_general_gemm is not
+    None`` and raises ``NameError: name 'te_general_gemm' is not defined`` at the first MoE forward (seen in
+    a 235B rehearsal's first ``compute_log_prob``). Every other TE helper of that module is guarded by
+    ``HAVE_TE``. Defining it as None, what the check expects without TE, takes the function's own torch
+    ``mm`` path: same router logits."""
+    if hasattr(moe_utils, "te_general_gemm"):
+        return "te_general_gemm defined (Transformer Engine present): nothing to do"
+    moe_utils.te_general_gemm = None
+    return "te_general_gemm = None without Transformer Engine: the router's gating GEMM takes its torch path"

@@ -6,7 +6,9 @@ pipeline's shape messages, the grad-norm scalar, the checkpoint status flag) wit
 ``torch.cuda.synchronize()``. On torch's CPU build each of those raises. Instead of rewriting torch
 for the whole process, every module on :data:`SITES` gets its own ``torch``: a stand-in that is the
 real torch for every name except the tensor factories (a CUDA ``device=`` becomes ``cpu``) and
-``torch.cuda`` (``current_device()`` names the CPU, ``synchronize()`` has nothing to wait for).
+``torch.cuda`` (``current_device()`` names the CPU, ``synchronize()`` has nothing to wait for, and
+its streams and events are the host's single stream: ``Stream()`` and ``current_stream()`` are one
+object, waits and syncs return at once, because on a CPU the work is done when the call returns).
 Code elsewhere in the process, verl's and torch's own included, still sees the real torch.
 
 Two methods cannot be reached that way and are replaced on the classes: ``nn.Module.cuda`` and
@@ -41,6 +43,14 @@ SITES = {
     "megatron.core.dist_checkpointing.strategies.state_dict_saver": "the save's failure flag",
     "megatron.core.dist_checkpointing.strategies.filesystem_async": "synchronize before writing",
     "mbridge.core.util": "get_model moves the model to the current CUDA device",
+    # MoE (a Qwen3-MoE recipe): the router's weights and aux-loss scalars, the experts' weights, the alltoall
+    # dispatcher's device-to-host side stream (MoEAlltoAllTokenDispatcher.__init__ builds torch.cuda.Stream()),
+    # the shared experts' overlap stream, the MoE metrics tracker
+    "megatron.core.transformer.moe.router": "router weights moved to the current device, aux-loss scalars",
+    "megatron.core.transformer.moe.experts": "expert weights allocated on the current device",
+    "megatron.core.transformer.moe.token_dispatcher": "the alltoall dispatcher's device-to-host stream",
+    "megatron.core.transformer.moe.moe_utils": "the dispatcher's host copies (record_stream), MoE metrics buffers",
+    "megatron.core.transformer.moe.shared_experts": "the shared experts' overlap stream",
 }
 FACTORIES = ("zeros", "ones", "empty", "full", "tensor", "as_tensor", "arange", "rand", "randn", "randint",
              "randperm", "linspace", "eye", "zeros_like", "ones_like", "empty_like", "full_like", "empty_strided")
@@ -89,6 +99,39 @@ class _Forwarding(types.ModuleType):
 _proxy = {}
 
 
+class _HostEvent:
+    """A CUDA event on the host: recorded work is already done."""
+
+    def record(self, stream=None):
+        return None
+
+    def wait(self, stream=None):
+        return None
+
+    def synchronize(self):
+        return None
+
+    def query(self):
+        return True
+
+
+class _HostStream(_HostEvent):
+    """The host's one stream (megatron compares the current stream with its side stream: they are equal, so it
+    never calls ``record_stream`` on a host tensor)."""
+
+    def wait_stream(self, stream):
+        return None
+
+    def wait_event(self, event):
+        return None
+
+    def record_event(self, event=None):
+        return event or _HostEvent()
+
+
+_HOST_STREAM = _HostStream()
+
+
 def host_torch():
     """The ``torch`` the listed modules see (one per process)."""
     if "torch" not in _proxy:
@@ -97,6 +140,11 @@ def host_torch():
         cuda = _Forwarding("torch.cuda[host]", torch.cuda)
         cuda.current_device = lambda: "cpu"
         cuda.synchronize = lambda device=None: None
+        cuda.Stream = lambda *args, **kwargs: _HOST_STREAM
+        cuda.current_stream = lambda device=None: _HOST_STREAM
+        cuda.default_stream = lambda device=None: _HOST_STREAM
+        cuda.stream = lambda stream=None: contextlib.nullcontext()
+        cuda.Event = lambda *args, **kwargs: _HostEvent()
         proxy = _Forwarding("torch[host]", torch)
         proxy.cuda = cuda
         for name in FACTORIES:
