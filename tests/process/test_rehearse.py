@@ -55,6 +55,21 @@ def test_a_megatron_critic_or_a_reward_model_is_refused_naming_the_role_before_a
     assert not (tmp_path / "out").exists()
 
 
+@needs_09
+def test_the_recipes_bridge_is_run_or_named_never_swapped(tmp_path):
+    # the shipped recipe with verl's default bridge (Megatron-Bridge), which no environment here installs
+    import importlib.util
+
+    if importlib.util.find_spec("megatron") and importlib.util.find_spec("megatron.bridge"):
+        pytest.fail("megatron-bridge is installed in this test environment: this refusal cannot be shown here")
+    proc = run_cli("rehearse", str(RECIPE), "--out", str(tmp_path / "out"),
+                   "--override", "actor_rollout_ref.actor.megatron.vanilla_mbridge=False", timeout=300)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "import megatron.bridge (actor_rollout_ref.actor.megatron.vanilla_mbridge=False)" in proc.stderr, proc.stderr
+    assert "pip install megatron-bridge" in proc.stderr
+    assert not (tmp_path / "out").exists()
+
+
 REHEARSAL_RECORDS = {"rehearse_platform", "rehearse_backend", "rehearse_offload", "rehearse_rollout", "rehearse_report",
                      "rehearse_value_head",
                      "rehearse_mcore_cuda", "rehearse_mcore_rng", "rehearse_mcore_spec", "rehearse_mcore_attention",

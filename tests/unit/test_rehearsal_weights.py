@@ -1,6 +1,7 @@
 """Which initial weights a Megatron rehearsal loads: the converted tiny model, or the dist checkpoint --override names."""
 
 import pytest
+from omegaconf import OmegaConf
 
 from verl_ascend.rehearse import engine, layout, plan
 
@@ -21,8 +22,12 @@ def converted(monkeypatch):
     return calls
 
 
+# the composed config's bridge choice, as the shipped recipes make it (mbridge: every test environment has it)
+CFG = OmegaConf.create({"actor_rollout_ref": {"actor": {"megatron": {"vanilla_mbridge": True}}}})
+
+
 def _weights(tmp_path, overrides, given=()):
-    m = engine._megatron(overrides + list(given), LAYOUT, tmp_path / "model", tmp_path / "mcore", given=given)
+    m = engine._megatron(CFG, overrides + list(given), LAYOUT, tmp_path / "model", tmp_path / "mcore", given=given)
     _, changes = plan._megatron_overrides(m, 2)
     return m, " | ".join(changes)
 
