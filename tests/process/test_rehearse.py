@@ -194,6 +194,9 @@ def test_rehearsal_of_a_shipped_megatron_grpo_recipe_trains_saves_and_resumes_on
         verdict = re.search(r"\(TaskRunner\w* pid=\d+\).*verl-ascend rehearse: rollout dispatch "
                             r"AgentLoopManagerTQ\.generate_sequences: rollout_order not applicable on this path", log)
         assert verdict, log[-3000:]
+        # ... and the TaskRunner's patch list says the same of rollout_order (applied, its wrapped call never made)
+        assert re.search(r"patches in TaskRunner \(pid \d+\): .*rollout_order applied, inactive on this path", log), \
+            re.findall(r"patches in TaskRunner.*", log)
         assert (out / "logs.png").stat().st_size > 0 and "parsed 2 step(s)" in (out / "logs_table.txt").read_text()
         assert_nothing_left(proc, out)
         # the checkpoint the loop wrote passes `ckpt check`; one truncated model shard is named

@@ -28,19 +28,22 @@ def say(text: str) -> None:
     print(f"{PREFIX} {text}", flush=True)
 
 
-def patch_states(skip_prefix: str = "rehearse_") -> str:
-    """``name state`` for every patch of this process (the rehearsal's own records left out)."""
+def patch_states(skip_prefix: str = "rehearse_", inactive=()) -> str:
+    """``name state`` for every patch of this process (the rehearsal's own records left out); a patch in
+    ``inactive`` is applied but the call it wraps is never made on this trainer path, and says so."""
     from verl_ascend.core import registry
 
     rows = [summarize(name) for name in registry.names() if not name.startswith(skip_prefix)]
-    return ", ".join(f"{row['name']} {row['state']}" for row in rows)
+    return ", ".join(f"{row['name']} {row['state']}"
+                     + (", inactive on this path" if row["name"] in inactive and row["state"] == APPLIED else "")
+                     for row in rows)
 
 
-def say_patches_once(role: str) -> None:
+def say_patches_once(role: str, inactive=()) -> None:
     if role in _said:
         return
     _said.add(role)
-    say(f"patches in {role} (pid {os.getpid()}): {patch_states()}")
+    say(f"patches in {role} (pid {os.getpid()}): {patch_states(inactive=inactive)}")
 
 
 def _rollout_order_outcome(target: str) -> tuple:
@@ -77,7 +80,8 @@ def _announcing(bound, verdict: str):
         if verdict not in _said:
             _said.add(verdict)
             say(verdict)
-            say_patches_once("TaskRunner")
+            # the line above may say the wrapped dispatch is never called here: the patch list says the same
+            say_patches_once("TaskRunner", inactive={"rollout_order"} if "not applicable on this path" in verdict else ())
         return bound(*args, **kwargs)
 
     return generate_sequences
