@@ -117,6 +117,20 @@ def processes_naming(*markers) -> list:
     return found
 
 
+def processes_with_env(name: str, value: str) -> list:
+    """Pids of every process on the host (any namespace) whose environment holds ``name=value``: what a run
+    left behind, however it renamed itself or whichever session it moved to."""
+    wanted = f"{name}={value}".encode()
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and wanted in (entry / "environ").read_bytes().split(b"\0"):
+                found.append(int(entry.name))
+        except OSError:
+            continue
+    return found
+
+
 def kill_cluster(head: subprocess.Popen, temp_dir: str) -> None:
     """End a throw-away Ray cluster a test started in its own session: no graceful stop (Ray's waits on its
     daemons, half a minute under load). Its daemons name the cluster's temp dir on their command lines;

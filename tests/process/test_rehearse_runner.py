@@ -10,9 +10,9 @@ import os
 import subprocess
 import sys
 import threading
-from pathlib import Path
 
 import pytest
+from subproc import processes_with_env
 
 from verl_ascend.rehearse import runner
 
@@ -25,15 +25,7 @@ DETACH = ("import subprocess, sys, time\n"
 
 def marked_anywhere(mark: str) -> list:
     """Every process on the host (any namespace) whose environment carries the run's mark."""
-    wanted = f"{runner.MARK}={mark}".encode()
-    found = []
-    for entry in Path("/proc").iterdir():
-        try:
-            if entry.name.isdigit() and wanted in (entry / "environ").read_bytes().split(b"\0"):
-                found.append(int(entry.name))
-        except OSError:
-            continue
-    return found
+    return processes_with_env(runner.MARK, mark)
 
 
 def _run(tmp_path, code: str, timeout: float):

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 from rehearsal_helpers import cpu_load
+from subproc import processes_with_env
 
 from verl_ascend.rehearse import runner
 
@@ -51,15 +52,7 @@ print('returned', code, error, flush=True)
 
 
 def with_token(token: str) -> list:
-    wanted = f"TEST_RUN_TOKEN={token}".encode()
-    found = []
-    for entry in Path("/proc").iterdir():
-        try:
-            if entry.name.isdigit() and wanted in (entry / "environ").read_bytes().split(b"\0"):
-                found.append(int(entry.name))
-        except OSError:
-            continue
-    return found
+    return processes_with_env("TEST_RUN_TOKEN", token)
 
 
 def names(pids) -> list:
