@@ -256,9 +256,9 @@ def test_shipped_megatron_recipe_builds_through_the_bridge_it_chose(home):
     through vanilla_mbridge=True, as `verl-ascend bridge mbridge` prints it; on older verls by passing
     nothing. Either way the workers import mbridge, which this environment has: an info line, no warning."""
     report = check(RECIPES / "grpo_qwen2_5_7b_a2.sh")
+    assert report["exit_code"] == 0, report["findings"]  # on verl <= 0.7 the key would not compose: none passed
     hits = [f for f in report["findings"] if f["subject"] == "bridge"]
-    assert hits and all("import mbridge" in f["message"] and f["severity"] == "info" for f in hits), hits
+    assert all("import mbridge" in f["message"] and f["severity"] == "info" for f in hits), hits
     if _verl_has_bridge_switch():
-        assert all(f"{ARR}.actor.megatron.vanilla_mbridge=True" in f["message"] for f in hits), hits
-    else:
-        assert all("no vanilla_mbridge switch" in f["message"] for f in hits), hits
+        assert hits and all(f"{ARR}.actor.megatron.vanilla_mbridge=True" in f["message"] for f in hits), hits
+    # verl <= 0.7: its legacy Megatron workers build without a bridge unless use_mbridge is on (no finding then)
