@@ -12,7 +12,7 @@ import re
 
 from verl_ascend.core import findings
 
-from . import context, table
+from . import context, table, timeline
 from .families import generic, hccl
 
 BLOCK = 4 << 20
@@ -131,6 +131,7 @@ class Scanner:
         self.lines = 0
         self.bytes = 0
         self.year = None              # any full year seen, for year-less stamps of files without one
+        self.timeline = timeline.Reader(lambda raw: ANSI.sub("", raw.decode("utf-8", "replace")))
 
     # -- reading ------------------------------------------------------------------------------------
     def scan_file(self, path, progress=None):
@@ -177,6 +178,7 @@ class Scanner:
             m = _YEAR.search(data)
             if m:
                 state["year"] = self.year = int(m.group(1))
+        self.timeline.block(path, data, base_line, state["year"] or self.year)
         pos = data.rfind(STEP_KEY.encode())
         if pos != -1:
             start = data.rfind(b"\n", 0, pos) + 1
@@ -274,6 +276,9 @@ class Scanner:
             if device is not None:
                 where["device"] = device
         self._learn(where)
+        process = context.process(text)
+        if process:
+            where["process"] = process
         if len(self.events) >= MAX_EVENTS:
             self.overflow[family] = self.overflow.get(family, 0) + 1
             return
