@@ -8,7 +8,6 @@ A new bench without ``--smoke`` fails this test.
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 from subproc import ROOT, clean_env
