@@ -87,6 +87,12 @@ def _notes(family_id, details, spread, events) -> list:
     if family_id == "hccl_exec_timeout" and details.get("waited_ms"):
         waited = max(int(v) for v in details["waited_ms"]) / 1000
         notes.append(f"the collective had waited {waited:.0f} s when the watchdog stopped it")
+    if details.get("collective"):
+        notes.append("collective(s) in the reports: " + ", ".join(sorted(details["collective"])) + " at sequence "
+                     "number(s) " + ", ".join(sorted(details.get("seq", ()), key=int)) + " — a rank at another number, "
+                     "or missing from the reports, is the one the others waited for")
+    if details.get("exit_type"):
+        notes.append("Ray's exit verdict: " + "; ".join(sorted(details["exit_type"])))
     if family_id == "port_in_use" and details.get("port"):
         notes.append("port(s) in use: " + ", ".join(sorted(details["port"], key=int)))
     if details.get("culprit"):

@@ -31,6 +31,9 @@ _DETAILS = {
     "late_rank": re.compile(r"remote rank: ?\[(\d+)\]"),
     "waited_ms": re.compile(r"ran for (\d+) milliseconds"),
     "alloc": re.compile(r"Tried to allocate ([\d.]+ ?[KMGT]?i?B)"),
+    "collective": re.compile(r"OpType=(\w+)"),
+    "seq": re.compile(r"SeqNum=(\d+)"),
+    "exit_type": re.compile(r"Worker exit type: (\w+ Worker exit detail: [^.]{0,100})"),
 }
 
 

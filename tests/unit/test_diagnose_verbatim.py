@@ -1,0 +1,73 @@
+"""`verl-ascend diagnose` on public log excerpts copied verbatim (#35 items 2 and 3): the failures every verl
+run meets, each named as its family with a fix that names what to change, the thread cited.
+
+The fixtures are tests/fixtures/diagnose/public/verbatim/*.log; their sources are the table at the end of
+tests/fixtures/diagnose/SOURCES.md, which this file reads (a fixture not listed there fails here).
+"""
+
+import re
+from pathlib import Path
+
+import pytest
+from test_diagnose import cli_run, diagnose
+
+from verl_ascend.diagnose import table
+
+pytestmark = pytest.mark.verl_agnostic
+FIX = Path(__file__).parents[1] / "fixtures" / "diagnose"
+VERBATIM = FIX / "public" / "verbatim"
+ROW = re.compile(r"^\| `verbatim/([\w.]+)` \| `(\w+)` \| (https://\S+) \|$")
+SOURCES = {m.group(1): (m.group(2), m.group(3))
+           for m in map(ROW.match, (FIX / "SOURCES.md").read_text().splitlines()) if m}
+# what each fix must name: the key, variable or command to change
+FIX_WORDS = {
+    "collective_timeout": "actor_rollout_ref.nccl_timeout", "ray_actor_died": "dmesg -T", "thread_limit": "ulimit -u",
+    "host_oom_killed": "RAY_memory_usage_threshold", "config_invalid": "+key=value",
+    "state_dict_mismatch": "verl-ascend ckpt check", "size_not_divisible": "tensor_model_parallel_size",
+    "model_path_invalid": "actor_rollout_ref.model.path", "data_path_missing": "data.train_files",
+}
+
+
+def test_every_verbatim_file_is_listed_and_the_set_covers_the_new_families():
+    assert {p.name for p in VERBATIM.glob("*.log")} == set(SOURCES)
+    assert {family for family, _ in SOURCES.values()} == set(FIX_WORDS)
+
+
+@pytest.mark.parametrize("name", sorted(SOURCES))
+def test_verbatim_excerpt_is_named_with_its_fix(name):
+    family, url = SOURCES[name]
+    result = diagnose(VERBATIM / name)
+    assert result["exit_code"] == 1
+    found = result["findings"][0]
+    assert found["code"] == family, [f["code"] for f in result["findings"]]
+    assert FIX_WORDS[family] in found["fix"], found["fix"]
+    assert url in table.FAMILIES[family].sources, (url, table.FAMILIES[family].sources)
+    assert table.UNRECOGNISED not in [f["code"] for f in result["findings"]]
+
+
+def test_the_watchdog_names_the_collective_and_its_sequence_number():
+    f = diagnose(VERBATIM / "nccl_watchdog_reduce_scatter.log")["findings"][0]
+    assert f["details"]["values"]["collective"] == ["_REDUCE_SCATTER_BASE"]
+    assert f["details"]["values"]["seq"] == ["7753"] and f["details"]["ranks"] == [0, 3, 4]
+    assert any("_REDUCE_SCATTER_BASE at sequence number(s) 7753" in n for n in f["details"]["notes"])
+    assert f["where"]["rank"] == 0  # 18:44:12.715, before rank 4 (.755) and rank 3 (13.275)
+
+
+def test_ray_s_verdict_is_quoted_and_the_thread_limit_behind_it_comes_first():
+    f = diagnose(VERBATIM / "ray_actor_died_sleep.log")["findings"][0]
+    assert any("SYSTEM_ERROR Worker exit detail: Worker unexpectedly exits with a connection error code 2" in n
+               for n in f["details"]["notes"]), f["details"]["notes"]
+    codes = [f["code"] for f in diagnose(VERBATIM / "ray_actor_died_thread.log")["findings"]]
+    assert codes == ["thread_limit", "ray_actor_died"]
+
+
+def test_an_actor_death_after_the_end_of_a_finished_run_is_shutdown_noise(tmp_path, capsys):
+    """Ray's verdict lines printed after `Training Progress: 100%` of our own healthy rehearsal log."""
+    log = tmp_path / "console.log"
+    log.write_text((FIX / "rehearsal" / "r7c_console.log").read_text()
+                   + (VERBATIM / "ray_actor_died_sleep.log").read_text())
+    result = diagnose(log)
+    assert result["exit_code"] == 0 and result["shutdown_lines"] >= 2
+    assert any(w["family"] == "ray_actor_died" for w in result["shutdown_noise"])
+    code, out, err = cli_run(capsys, "diagnose", "-v", str(log))
+    assert code == 0 and "shutdown noise:" in out and "ActorDiedError" in out
