@@ -25,6 +25,7 @@ FIX_WORDS = {
     "host_oom_killed": "RAY_memory_usage_threshold", "config_invalid": "+key=value",
     "state_dict_mismatch": "verl-ascend ckpt check", "size_not_divisible": "tensor_model_parallel_size",
     "model_path_invalid": "actor_rollout_ref.model.path", "data_path_missing": "data.train_files",
+    "port_in_use": "MASTER_PORT", "ray_unschedulable": "ray status",
 }
 
 
@@ -51,6 +52,12 @@ def test_the_watchdog_names_the_collective_and_its_sequence_number():
     assert f["details"]["values"]["seq"] == ["7753"] and f["details"]["ranks"] == [0, 3, 4]
     assert any("_REDUCE_SCATTER_BASE at sequence number(s) 7753" in n for n in f["details"]["notes"])
     assert f["where"]["rank"] == 0  # 18:44:12.715, before rank 4 (.755) and rank 3 (13.275)
+
+
+def test_the_rendezvous_port_is_named():
+    f = diagnose(VERBATIM / "rendezvous_tcpstore.log")["findings"][0]
+    assert f["details"]["values"]["port"] == ["44796"] and any("44796" in n for n in f["details"]["notes"])
+    assert f["where"]["raised_at"].endswith("rendezvous.py:177 in _create_c10d_store")
 
 
 def test_ray_s_verdict_is_quoted_and_the_thread_limit_behind_it_comes_first():

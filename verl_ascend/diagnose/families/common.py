@@ -67,6 +67,18 @@ FAMILIES = {f.id: f for f in (
         (GH + "vllm-project/vllm/issues/2652", GH + "vllm-project/vllm/pull/52535"),
     ),
     Family(
+        "ray_unschedulable", 29, "Ray cannot place the run's actors (resources or placement group)",
+        "Ray keeps an actor or a placement group waiting because no node offers what it asks for (`cannot be "
+        "scheduled right now`, vLLM's `Waiting for creating a placement group of specs`): the cluster has fewer "
+        "devices / CPUs than the layout needs, a node has not joined, earlier actors still hold the resources, or "
+        "the request names a resource no node registered.",
+        "`ray status` on the head: compare the resources listed with what the run asks for (trainer.nnodes x "
+        "trainer.n_gpus_per_node devices; on Ascend the `NPU` resource); start the missing nodes (`ray start "
+        "--address=<head>:6379 --resources='{\"NPU\": 8}'`), stop leftover jobs (`ray list actors`), or lower "
+        "the requested sizes.",
+        (GH + "ray-project/ray/issues/21920", GH + "vllm-project/aibrix/issues/927"),
+    ),
+    Family(
         "collective_timeout", 71, "A collective (NCCL / Gloo) timed out in its watchdog",
         "One rank did not enter the collective the others waited in (`Watchdog caught collective operation timeout: "
         "WorkNCCL(SeqNum=N, OpType=...)`) within the process-group timeout: it was still busy (long rollout, "
@@ -107,6 +119,10 @@ RULES = (
          r"(?:Missing|Unexpected) key\(s\) in state_dict"),
     Rule("size_not_divisible", ("divisible by",),
          r"\b(?:must|should) be divisible by\b|\bis not divisible by \d+"),
+    Rule("ray_unschedulable", ("cannot be scheduled right now", "Waiting for creating a placement group",
+                               "could not find a node type"),
+         r"cannot be scheduled right now|Waiting for creating a placement group of specs for \d+ seconds|"
+         r"could not find a node type to satisfy the request", any_level=True),
     Rule("collective_timeout", ("Watchdog caught collective operation timeout", "timed out in blocking wait",
                                 "Timed out waiting"),
          r"Watchdog caught collective operation timeout: Work(?:NCCL|Gloo)|WorkNCCL\(.*timed out in blocking wait|"
@@ -116,3 +132,9 @@ RULES = (
          r"A worker died or was killed while executing a task",
          unless=r"Engine core proc \S+ died unexpectedly"),
 )
+
+# the rendezvous port of torch.distributed (TCPStore) is one of port_in_use's shapes (families/core.py)
+EXTRA_SOURCES = {
+    "port_in_use": (GH + "meta-pytorch/torchtune/issues/392", GH + "intelligent-machine-learning/dlrover/issues/443",
+                    GH + "verl-project/verl/issues/5889"),
+}
