@@ -161,3 +161,21 @@ def test_an_unexplained_exception_before_a_known_failure_is_kept_first(tmp_path)
                    "[rank1]: [ERROR] 2026-02-02-10:00:00 (PID:5, Device:1, RankID:1) ERR00100 PTA call acl api failed.\n")
     result = diagnose(log)
     assert [f["code"] for f in result["findings"]] == ["npu_oom"] and result["unrecognised_lines"] == 1
+
+
+def test_the_fallback_quotes_the_exception_when_an_error_line_came_first(tmp_path, capsys):
+    """A CANN [ERROR] line is the first failing line; the Python exception after it (Type: message) is quoted too,
+    with the frame that raised it (#35 item 2)."""
+    log = tmp_path / "run.log"
+    log.write_text("[ERROR] 2026-01-01-00:00:01 (PID:77, Device:0, RankID:0) ERR99999 UNKNOWN unknown error\n"
+                   "2026-01-01 00:00:02,000 - root - INFO - reward\n"
+                   "Traceback (most recent call last):\n"
+                   '  File "/opt/verl/verl/trainer/main_ppo.py", line 42, in run\n'
+                   "    trainer.fit()\n"
+                   "RuntimeError: reward function returned None\n")
+    f = diagnose(log)["findings"][0]
+    assert f["code"] == table.UNRECOGNISED and "ERR99999" in f["where"]["text"]
+    assert f["details"]["exception_line"]["text"] == "RuntimeError: reward function returned None"
+    assert f["details"]["exception_line"]["raised_at"] == "/opt/verl/verl/trainer/main_ppo.py:42 in run"
+    code, out, err = cli_run(capsys, "diagnose", str(log))
+    assert "the exception: RuntimeError: reward function returned None (raised at /opt/verl/verl/trainer/main_ppo.py:42" in out

@@ -59,6 +59,15 @@ def _finding(family_id, events, overflow=0, notes=()) -> F.Finding:
             details[key].add(value)
     spread = (max(timed) - min(timed)).total_seconds() if len(timed) > 1 else 0.0
     notes = list(notes) + _notes(family_id, details, spread, events)
+    exception_line = None
+    if family_id == UNRECOGNISED and not first.details.get("exception"):
+        # the first line is an [ERROR] line or a code: quote the exception itself (Type: message) and where it was raised
+        raised = next((e for e in events if e.details.get("exception")), None)
+        if raised is not None:
+            exception_line = _where(raised)
+            notes.insert(0, f"the exception: {raised.text[:240]}"
+                         + (f" (raised at {raised.details['raised_at']})" if raised.details.get("raised_at") else "")
+                         + f" — {raised.path}:{raised.line}")
     facts = {
         "codes": codes, "lines": len(events) + overflow, "files": len({e.path for e in events}),
         "ranks": ranks, "nodes": nodes,
@@ -67,6 +76,8 @@ def _finding(family_id, events, overflow=0, notes=()) -> F.Finding:
         "values": {k: sorted(v, key=lambda x: (len(x), x)) for k, v in details.items()},
         "cause": family.cause, "notes": notes, "culprit": _culprit(events),
     }
+    if exception_line:
+        facts["exception_line"] = exception_line
     return F.Finding(F.WARNING, family_id, family.title, family.fix, code=family_id, where=_where(first),
                      sources=family.sources, details=facts)
 
