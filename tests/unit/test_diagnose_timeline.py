@@ -151,3 +151,14 @@ def test_marks_found_and_not_confused():
     assert not run.finished and run.step.step == 5
     reader.block("b.log", b"only global_step:3 - a:1 and Training Progress:   0%|\n", 0, 2026)
     assert reader.runs["b.log"].step is None and reader.runs["b.log"].last.line == 1
+
+
+def test_a_subprocess_exit_0_mid_run_is_not_the_end(tmp_path):
+    """`exited with exit code 0` of a helper process, then a timeout nothing follows: the timeout is the failure."""
+    text = lines("r7c_console.log")
+    second = index_of(text, "step:2 - ")
+    log = tmp_path / "driver.log"
+    log.write_text("".join(text[:second]) + "(TaskRunnerV1 pid=190) reward server process exited with exit code 0\n"
+                   + EI0002 + "\n")
+    result = diagnose(log)
+    assert result["exit_code"] == 1 and result["first_failure"]["family"] == "hccl_exec_timeout"

@@ -3,7 +3,8 @@
 A verl run prints its progress as well as its errors: step lines (``step:N - ...``), validation
 (``Initial validation metrics``, ``Final validation metrics``), checkpoint saves (``Saving checkpoint to``,
 ``Checkpoint save completed``), the trainer's progress bar (``Training Progress:  50%|``) and its end
-(``Training Progress: 100%|``, Ray's ``Job '...' succeeded``, ``exit code 0``). Each file that prints any of
+(``Training Progress: 100%|``, ``Final validation metrics``, Ray's ``Job '...' succeeded``; not a bare ``exit code
+0``, which subprocesses print in the middle of a run). Each file that prints any of
 them is a run (a driver / console log); the scanner keeps, per file, the last progress mark and the first end
 mark after it (no list of marks: memory stays bounded).
 
@@ -28,9 +29,8 @@ _STEP = re.compile(rb"step:(\d+) - ")
 _STEP_BEFORE = b" \t)]\n"          # what may precede verl's "step:N - " (not "global_step:N - ")
 PROGRESS = (b"Saving checkpoint to", b"Checkpoint save completed", b"validation metrics", b"Training Progress:")
 # a mark that says the run reached its end; searched in the line that holds a PROGRESS / END literal
-END = (b"Training Progress: 100%", b"Final validation metrics", b"' succeeded", b"exit code 0", b"exit status 0")
-_END = re.compile(rb"Training Progress: 100%|Final validation metrics|Job '[^']+' succeeded|"
-                  rb"exit(?:ed)? (?:with )?(?:code|status):? 0\b")
+END = (b"Training Progress: 100%", b"Final validation metrics", b"' succeeded")
+_END = re.compile(rb"Training Progress: 100%|Final validation metrics|Job '[^']+' succeeded")
 # a non-zero exit of the job or of the command itself: the run did not end cleanly, whatever it printed before
 TERMINAL = re.compile(r"exit(?:ed)? (?:with )?(?:code|status)\s*[:=]?\s*-?[1-9]\d*|exitcode\s*:\s*-?[1-9]\d*|"
                       r"non-zero exit status -?[1-9]|Job '[^']+' failed|^\s*Killed\s*$|"
