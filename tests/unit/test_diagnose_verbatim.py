@@ -25,7 +25,8 @@ FIX_WORDS = {
     "host_oom_killed": "RAY_memory_usage_threshold", "config_invalid": "+key=value",
     "state_dict_mismatch": "verl-ascend ckpt check", "size_not_divisible": "tensor_model_parallel_size",
     "model_path_invalid": "actor_rollout_ref.model.path", "data_path_missing": "data.train_files",
-    "port_in_use": "MASTER_PORT", "ray_unschedulable": "ray status",
+    "port_in_use": "MASTER_PORT", "ray_unschedulable": "ray status", "npu_oom": "gpu_memory_utilization",
+    "npu_runtime": "ASCEND_LAUNCH_BLOCKING=1",
 }
 
 
@@ -52,6 +53,14 @@ def test_the_watchdog_names_the_collective_and_its_sequence_number():
     assert f["details"]["values"]["seq"] == ["7753"] and f["details"]["ranks"] == [0, 3, 4]
     assert any("_REDUCE_SCATTER_BASE at sequence number(s) 7753" in n for n in f["details"]["notes"])
     assert f["where"]["rank"] == 0  # 18:44:12.715, before rank 4 (.755) and rank 3 (13.275)
+
+
+def test_an_npu_oom_in_a_ray_worker_names_the_device_and_the_allocation():
+    result = diagnose(VERBATIM / "npu_oom_ray_worker.log")
+    f = result["findings"][0]
+    assert f["where"]["device"] == 3 and f["where"]["pid"] == 45464 and f["where"]["process"] == "NPURayWorkerWrapper"
+    assert f["details"]["values"]["alloc"] == ["30.00 MiB"]
+    assert result["unrecognised_lines"] == 1  # the ERR99999 six seconds later is its echo
 
 
 def test_the_rendezvous_port_is_named():

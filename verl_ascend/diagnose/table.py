@@ -44,6 +44,6 @@ SCAN_LITERALS = (".so: cannot", "port[", "tls switch[", "generate_sequences", "t
                  "not a valid model identifier", "does not appear to have a file", "size mismatch for", "state_dict",
                  "divisible by", "timed out in blocking wait", "Timed out waiting", "Worker exit type",
                  "System memory low at node", "cannot be scheduled right now", "placement group",
-                 "could not find a node type")
+                 "could not find a node type", "ACL stream synchronize failed")
 EVIDENCE_KEYWORDS = ("generate_sequences", "No available shared memory broadcast block", "TLS SWITCH", "tls switch[",
                      "timing_s/gen:")

@@ -104,6 +104,8 @@ FAMILIES = {f.id: f for f in (
 )}
 
 RULES = (
+    # vLLM-Ascend's own wording of an AI Core / vector core failure caught at stream synchronisation (families/core.py)
+    Rule("npu_runtime", ("ACL stream synchronize failed",), r"ACL stream synchronize failed, error code:? ?5070[13]\d\b"),
     Rule("config_invalid", ("Could not override", "is not in struct", "Missing mandatory value", "omegaconf.errors"),
          r"Could not override '[^']+'|Key '[^']+' is not in struct|Missing mandatory value|omegaconf\.errors\.\w+"),
     Rule("data_path_missing", ("FileNotFoundError", "No such file", "Unable to find"),
@@ -133,8 +135,11 @@ RULES = (
          unless=r"Engine core proc \S+ died unexpectedly"),
 )
 
-# the rendezvous port of torch.distributed (TCPStore) is one of port_in_use's shapes (families/core.py)
+# the rendezvous port of torch.distributed (TCPStore) is one of port_in_use's shapes (families/core.py); the others
+# are further public threads of families of the first table whose log lines are kept verbatim
 EXTRA_SOURCES = {
+    "npu_oom": (GH + "vllm-project/vllm-ascend/issues/1987",),
+    "npu_runtime": (GH + "vllm-project/vllm-ascend/issues/2349",),
     "port_in_use": (GH + "meta-pytorch/torchtune/issues/392", GH + "intelligent-machine-learning/dlrover/issues/443",
                     GH + "verl-project/verl/issues/5889"),
 }
