@@ -26,7 +26,8 @@ FIX_WORDS = {
     "state_dict_mismatch": "verl-ascend ckpt check", "size_not_divisible": "tensor_model_parallel_size",
     "model_path_invalid": "actor_rollout_ref.model.path", "data_path_missing": "data.train_files",
     "port_in_use": "MASTER_PORT", "ray_unschedulable": "ray status", "npu_oom": "gpu_memory_utilization",
-    "npu_runtime": "ASCEND_LAUNCH_BLOCKING=1",
+    "npu_runtime": "ASCEND_LAUNCH_BLOCKING=1", "hccl_exec_timeout": "HCCL_EXEC_TIMEOUT",
+    "stream_sync_timeout": "ASCEND_LAUNCH_BLOCKING=1", "peer_exited": "HCCL_EXEC_TIMEOUT", "device_network": "hccn_tool",
 }
 
 
@@ -61,6 +62,16 @@ def test_an_npu_oom_in_a_ray_worker_names_the_device_and_the_allocation():
     assert f["where"]["device"] == 3 and f["where"]["pid"] == 45464 and f["where"]["process"] == "NPURayWorkerWrapper"
     assert f["details"]["values"]["alloc"] == ["30.00 MiB"]
     assert result["unrecognised_lines"] == 1  # the ERR99999 six seconds later is its echo
+
+
+def test_ascend_excerpts_name_the_late_rank_the_culprit_and_the_cause_first():
+    f = diagnose(VERBATIM / "hccl_ei0002_rl.log")["findings"][0]
+    assert f["details"]["values"]["late_rank"] == ["24"] and (f["where"]["rank"], f["where"]["device"]) == (101, 0)
+    f = diagnose(VERBATIM / "hccl_stuck_peer.log")["findings"][0]
+    assert f["details"]["culprit"] == {"node": "172.16.38.219", "device": 6, "reports": 1}
+    result = diagnose(VERBATIM / "hccl_listen_port_then_timeout.log")
+    assert [f["code"] for f in result["findings"]] == ["port_in_use", "hccl_connect_timeout"]
+    assert result["findings"][0]["details"]["values"]["port"] == ["16666"]
 
 
 def test_the_rendezvous_port_is_named():

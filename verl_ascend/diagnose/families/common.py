@@ -140,6 +140,10 @@ RULES = (
 EXTRA_SOURCES = {
     "npu_oom": (GH + "vllm-project/vllm-ascend/issues/1987",),
     "npu_runtime": (GH + "vllm-project/vllm-ascend/issues/2349",),
+    "hccl_exec_timeout": (GH + "vllm-project/vllm-ascend/issues/486", GH + "vllm-project/vllm-ascend/issues/3413"),
+    "stream_sync_timeout": (GH + "vllm-project/vllm-ascend/issues/1443",),
+    "peer_exited": (GH + "InternLM/lmdeploy/issues/3354",),
+    "device_network": (GH + "vllm-project/vllm-ascend/issues/2643",),
     "port_in_use": (GH + "meta-pytorch/torchtune/issues/392", GH + "intelligent-machine-learning/dlrover/issues/443",
-                    GH + "verl-project/verl/issues/5889"),
+                    GH + "verl-project/verl/issues/5889", GH + "vllm-project/vllm-ascend/issues/1955"),
 }
