@@ -19,6 +19,9 @@ VERBATIM = FIX / "public" / "verbatim"
 ROW = re.compile(r"^\| `verbatim/([\w.]+)` \| `(\w+)` \| (https://\S+) \|$")
 SOURCES = {m.group(1): (m.group(2), m.group(3))
            for m in map(ROW.match, (FIX / "SOURCES.md").read_text().splitlines()) if m}
+NOISE = FIX / "public" / "noise"
+NOISE_ROW = re.compile(r"^\| `noise/([\w.]+)` \| (https://\S+) \|$")
+NOISE_SOURCES = {m.group(1): m.group(2) for m in map(NOISE_ROW.match, (FIX / "SOURCES.md").read_text().splitlines()) if m}
 # what each fix must name: the key, variable or command to change
 FIX_WORDS = {
     "collective_timeout": "actor_rollout_ref.nccl_timeout", "ray_actor_died": "dmesg -T", "thread_limit": "ulimit -u",
@@ -98,3 +101,18 @@ def test_an_actor_death_after_the_end_of_a_finished_run_is_shutdown_noise(tmp_pa
     assert any(w["family"] == "ray_actor_died" for w in result["shutdown_noise"])
     code, out, err = cli_run(capsys, "diagnose", "-v", str(log))
     assert code == 0 and "shutdown noise:" in out and "ActorDiedError" in out
+
+
+def test_every_noise_file_is_listed():
+    assert {p.name for p in NOISE.glob("*.log")} == set(NOISE_SOURCES) and len(NOISE_SOURCES) >= 5
+
+
+@pytest.mark.parametrize("name", sorted(NOISE_SOURCES))
+def test_public_noise_is_clean(name):
+    result = diagnose(NOISE / name)
+    assert result["exit_code"] == 0 and result["findings"] == [], [f["where"]["text"] for f in result["findings"]]
+
+
+def test_all_noise_with_the_healthy_rehearsals_is_clean():
+    result = diagnose(*sorted(NOISE.glob("*.log")), *sorted((FIX / "rehearsal").glob("*.log")))
+    assert result["exit_code"] == 0, [f["where"]["text"] for f in result["findings"]]
