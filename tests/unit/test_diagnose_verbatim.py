@@ -116,3 +116,11 @@ def test_public_noise_is_clean(name):
 def test_all_noise_with_the_healthy_rehearsals_is_clean():
     result = diagnose(*sorted(NOISE.glob("*.log")), *sorted((FIX / "rehearsal").glob("*.log")))
     assert result["exit_code"] == 0, [f["where"]["text"] for f in result["findings"]]
+
+
+def test_a_missing_model_json_is_not_a_data_path(tmp_path):
+    log = tmp_path / "run.log"
+    log.write_text("FileNotFoundError: [Errno 2] No such file or directory: '/models/qwen/tokenizer_config.json'\n")
+    assert diagnose(log)["findings"][0]["code"] != "data_path_missing"
+    log.write_text("FileNotFoundError: [Errno 2] No such file or directory: '/data/gsm8k/train.jsonl'\n")
+    assert diagnose(log)["findings"][0]["code"] == "data_path_missing"

@@ -109,7 +109,9 @@ RULES = (
     Rule("config_invalid", ("Could not override", "is not in struct", "Missing mandatory value", "omegaconf.errors"),
          r"Could not override '[^']+'|Key '[^']+' is not in struct|Missing mandatory value|omegaconf\.errors\.\w+"),
     Rule("data_path_missing", ("FileNotFoundError", "No such file", "Unable to find"),
-         r"(?:FileNotFoundError|No such file or directory|Unable to find)\b.*\.(?:parquet|jsonl?|arrow|csv)\b"),
+         r"(?:FileNotFoundError|No such file or directory|Unable to find)\b.*\.(?:parquet|jsonl?|arrow|csv)\b",
+         # a model folder's own JSON files are the model path's problem, not the data's
+         unless=r"(?:config|tokenizer\w*|generation_config|vocab|special_tokens_map|\w*index)\.json\b"),
     Rule("thread_limit", ("can't start new thread", "pthread_create", "Resource temporarily unavailable"),
          r"can't start new thread|pthread_create failed|thread: Resource temporarily unavailable|"
          r"Resource temporarily unavailable \[system:11\]"),
