@@ -162,3 +162,13 @@ def test_a_subprocess_exit_0_mid_run_is_not_the_end(tmp_path):
                    + EI0002 + "\n")
     result = diagnose(log)
     assert result["exit_code"] == 1 and result["first_failure"]["family"] == "hccl_exec_timeout"
+
+
+def test_another_file_s_error_outside_the_run_s_time_is_not_judged_by_it(tmp_path):
+    """A worker log from before the run began, or long after its end, is not that run's: it stays a failure."""
+    driver = REHEARSAL / "r7c_console.log"
+    worker = tmp_path / "worker-4c1f0e2a9b7d-01000000-395.err"
+    worker.write_text("2025-03-04 19:28:30,014 ERROR worker.py:1 -- RuntimeError: another run, a year earlier\n")
+    assert diagnose(driver, worker)["exit_code"] == 1
+    worker.write_text("2026-12-04 05:00:00,000 ERROR worker.py:1 -- RuntimeError: hours after the end\n")
+    assert diagnose(driver, worker)["exit_code"] == 1

@@ -20,6 +20,7 @@ Every error line is then judged:
 """
 
 import dataclasses
+import datetime
 import re
 
 from . import context
@@ -36,6 +37,8 @@ TERMINAL = re.compile(r"exit(?:ed)? (?:with )?(?:code|status)\s*[:=]?\s*-?[1-9]\
                       r"non-zero exit status -?[1-9]|Job '[^']+' failed|^\s*Killed\s*$|"
                       r"line \d+:\s+\d+ (?:Killed|Segmentation fault|Aborted)\b")
 WINDOW = 16384                     # bytes above a mark searched for the time it happened
+TEARDOWN = datetime.timedelta(minutes=10)  # after a run's end, how long another file's errors count as its teardown
+_STAMP = re.compile(rb"(?<!\d)20\d\d-\d\d-\d\d[-T ]\d\d:\d\d:\d\d")
 
 
 @dataclasses.dataclass
@@ -60,6 +63,7 @@ class Run:
     last: Mark = None
     end: Mark = None
     step: Mark = None
+    start: object = None           # the file's first full timestamp: another file's error before it is not this run's
 
     @property
     def finished(self) -> bool:
@@ -112,14 +116,20 @@ class Reader:
     def __init__(self, clean):
         self.clean = clean         # bytes -> str without colour codes
         self.runs = {}             # path -> Run
+        self.starts = {}           # path -> first full timestamp of the file (None until one is seen)
 
     def block(self, path, data, base_line, year):
+        if self.starts.get(path) is None:
+            m = _STAMP.search(data)
+            if m:
+                self.starts[path] = context.resolve(context.timestamp(m.group(0).decode()), None)
         step = _last_step(data)
         last = _last_progress(data, step)
         end = _first_end(data, max(last, 0))
         if last == -1 and end == -1:
             return
         run = self.runs.setdefault(path, Run())
+        run.start = run.start or self.starts.get(path)
         if last != -1:
             run.last = self._mark(data, last, base_line, year)
             run.end = None         # progress after an earlier end: a new run in the same file
@@ -156,11 +166,12 @@ def judge(event, runs):
         if run.end and run.end.line > event.line:
             return HANDLED, f"the run reached its end after it (line {run.end.line})"
         return FATAL, ""
-    if event.when is not None:
+    if event.when is not None:      # a file without progress of its own (a worker log, a plog): placed by time
         for path, other in runs.items():
-            if other.end and other.end.when and event.when >= other.end.when:
+            if other.start and event.when < other.start:
+                continue           # before that run began: not its error
+            if other.end and other.end.when and other.end.when <= event.when <= other.end.when + TEARDOWN:
                 return SHUTDOWN, f"after the end of the run in {path} ({other.end.when:%H:%M:%S})"
-        for path, other in runs.items():
             latest = max((m.when for m in (other.last, other.end) if m and m.when), default=None)
             if _after(latest, event.when):
                 return HANDLED, f"the run in {path} went on: {_what(other)} at {latest:%H:%M:%S}"
