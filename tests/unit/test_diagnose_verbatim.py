@@ -87,8 +87,9 @@ def test_ray_s_verdict_is_quoted_and_the_thread_limit_behind_it_comes_first():
     f = diagnose(VERBATIM / "ray_actor_died_sleep.log")["findings"][0]
     assert any("SYSTEM_ERROR Worker exit detail: Worker unexpectedly exits with a connection error code 2" in n
                for n in f["details"]["notes"]), f["details"]["notes"]
-    codes = [f["code"] for f in diagnose(VERBATIM / "ray_actor_died_thread.log")["findings"]]
-    assert codes == ["thread_limit", "ray_actor_died"]
+    result = diagnose(VERBATIM / "ray_actor_died_thread.log")
+    assert [f["code"] for f in result["findings"]] == ["thread_limit", "ray_actor_died"]
+    assert result["first_failure"]["family"] == "thread_limit"  # same time as Ray's verdict: the cause is the headline
 
 
 def test_an_actor_death_after_the_end_of_a_finished_run_is_shutdown_noise(tmp_path, capsys):

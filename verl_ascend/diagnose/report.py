@@ -232,7 +232,9 @@ def build(scanner) -> Diagnosis:
     candidates = [e for e in fatal if (e.family != GENERIC or not generic_lines)
                   and (e.family != UNRECOGNISED or not unrecognised_lines)]
     if candidates:
-        earliest = min(candidates, key=lambda e: e.sort_key())
+        # by time; at the same time (a message and the header it borrowed its time from) the cause before the symptom
+        earliest = min(candidates, key=lambda e: (e.when is None, e.when or datetime.datetime.min,
+                                                  table.FAMILIES[e.family].order, e.path, e.line))
         first = dict(_where(earliest), family=earliest.family)
         culprit = next((f.details["culprit"] for f in findings if f.details.get("culprit")), None)
         if culprit:
