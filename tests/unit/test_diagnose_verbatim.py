@@ -30,6 +30,7 @@ FIX_WORDS = {
     "model_path_invalid": "actor_rollout_ref.model.path", "data_path_missing": "data.train_files",
     "port_in_use": "MASTER_PORT", "ray_unschedulable": "ray status", "npu_oom": "gpu_memory_utilization",
     "npu_runtime": "ASCEND_LAUNCH_BLOCKING=1", "hccl_exec_timeout": "HCCL_EXEC_TIMEOUT",
+    "rendezvous_unreachable": "MASTER_ADDR",
     "stream_sync_timeout": "ASCEND_LAUNCH_BLOCKING=1", "peer_exited": "HCCL_EXEC_TIMEOUT", "device_network": "hccn_tool",
 }
 

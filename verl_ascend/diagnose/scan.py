@@ -26,7 +26,7 @@ _CODES = re.compile(r"\b(E[A-Z]\d{4}|ERR\d{5})\b")
 _ERRNO = re.compile(r"error code is (\d+)")
 _ACL = re.compile(r"\bACL_ERROR_RT_\w+")
 _DETAILS = {
-    "port": re.compile(r"port\[(\d+)\]|port: (\d+)|:(\d{4,5})\b.*EADDRINUSE|bind to \S*:(\d+) \(errno: 98"),
+    "port": re.compile(r"port\[(\d+)\]|port: (\d+)|:(\d{4,5})\b.*EADDRINUSE|bind to \S*:(\d+) \(errno: 98|connect to \([^,]+, (\d+)\)"),
     "timeout_s": re.compile(r"timeout\[(\d+)\s*s?\]|connect timeout interval \((\d+)s"),
     "late_rank": re.compile(r"remote rank: ?\[(\d+)\]"),
     "waited_ms": re.compile(r"ran for (\d+) milliseconds"),

@@ -44,6 +44,7 @@ SCAN_LITERALS = (".so: cannot", "port[", "tls switch[", "generate_sequences", "t
                  "not a valid model identifier", "does not appear to have a file", "size mismatch for", "state_dict",
                  "divisible by", "timed out in blocking wait", "Timed out waiting", "Worker exit type",
                  "System memory low at node", "cannot be scheduled right now", "placement group",
-                 "could not find a node type", "ACL stream synchronize failed")
+                 "could not find a node type", "ACL stream synchronize failed",
+                 "client socket has")
 EVIDENCE_KEYWORDS = ("generate_sequences", "No available shared memory broadcast block", "TLS SWITCH", "tls switch[",
                      "timing_s/gen:")

@@ -79,6 +79,17 @@ FAMILIES = {f.id: f for f in (
         (GH + "ray-project/ray/issues/21920", GH + "vllm-project/aibrix/issues/927"),
     ),
     Family(
+        "rendezvous_unreachable", 32, "torch.distributed could not reach the rendezvous (MASTER_ADDR:MASTER_PORT)",
+        "A rank could not connect to the TCPStore that rank 0 serves (`The client socket has timed out after Nms while "
+        "trying to connect to (host, port)`, `Connection refused`): the address is not rank 0's, it is not reachable "
+        "from this node (another network, a firewall), or rank 0 died or had not started it yet.",
+        "`MASTER_ADDR` / `MASTER_PORT` (torchrun `--master_addr`) must be rank 0's node address on a network every "
+        "node reaches: test with `nc -zv <addr> <port>` from another node; read rank 0's own log for an earlier "
+        "failure; on Ray every node must be reachable on the address Ray registered (`ray status`; `ray start "
+        "--node-ip-address=<ip>`).",
+        (GH + "nvidia-cosmos/cosmos-rl/issues/681", GH + "vllm-project/vllm/issues/19670"),
+    ),
+    Family(
         "collective_timeout", 71, "A collective (NCCL / Gloo) timed out in its watchdog",
         "One rank did not enter the collective the others waited in (`Watchdog caught collective operation timeout: "
         "WorkNCCL(SeqNum=N, OpType=...)`) within the process-group timeout: it was still busy (long rollout, "
@@ -127,6 +138,9 @@ RULES = (
                                "could not find a node type"),
          r"cannot be scheduled right now|Waiting for creating a placement group of specs for \d+ seconds|"
          r"could not find a node type to satisfy the request", any_level=True),
+    Rule("rendezvous_unreachable", ("client socket has timed out", "client socket has failed to connect"),
+         r"The client socket has timed out after \d+ms while trying to connect to|"
+         r"The client socket has failed to connect to \S+ \(errno: 111 - Connection refused\)"),
     Rule("collective_timeout", ("Watchdog caught collective operation timeout", "timed out in blocking wait",
                                 "Timed out waiting"),
          r"Watchdog caught collective operation timeout: Work(?:NCCL|Gloo)|WorkNCCL\(.*timed out in blocking wait|"
