@@ -30,7 +30,8 @@ FIX_WORDS = {
     "model_path_invalid": "actor_rollout_ref.model.path", "data_path_missing": "data.train_files",
     "port_in_use": "MASTER_PORT", "ray_unschedulable": "ray status", "npu_oom": "gpu_memory_utilization",
     "npu_runtime": "ASCEND_LAUNCH_BLOCKING=1", "hccl_exec_timeout": "HCCL_EXEC_TIMEOUT",
-    "rendezvous_unreachable": "MASTER_ADDR",
+    "rendezvous_unreachable": "MASTER_ADDR", "file_handles": "ulimit -n 65536", "cann_not_sourced": "set_env.sh",
+    "ray_no_npu": "--resources",
     "stream_sync_timeout": "ASCEND_LAUNCH_BLOCKING=1", "peer_exited": "HCCL_EXEC_TIMEOUT", "device_network": "hccn_tool",
 }
 

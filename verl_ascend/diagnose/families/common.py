@@ -160,6 +160,8 @@ EXTRA_SOURCES = {
     "stream_sync_timeout": (GH + "vllm-project/vllm-ascend/issues/1443",),
     "peer_exited": (GH + "InternLM/lmdeploy/issues/3354",),
     "device_network": (GH + "vllm-project/vllm-ascend/issues/2643",),
+    "file_handles": (GH + "ray-project/ray/issues/7169", GH + "ray-project/ray-legacy/issues/431"),
+    "cann_not_sourced": (GH + "vllm-project/vllm-ascend/issues/1440",),
     "port_in_use": (GH + "meta-pytorch/torchtune/issues/392", GH + "intelligent-machine-learning/dlrover/issues/443",
                     GH + "verl-project/verl/issues/5889", GH + "vllm-project/vllm-ascend/issues/1955"),
 }
