@@ -127,3 +127,10 @@ def test_a_missing_model_json_is_not_a_data_path(tmp_path):
     assert diagnose(log)["findings"][0]["code"] != "data_path_missing"
     log.write_text("FileNotFoundError: [Errno 2] No such file or directory: '/data/gsm8k/train.jsonl'\n")
     assert diagnose(log)["findings"][0]["code"] == "data_path_missing"
+
+
+def test_old_watchdog_lines_name_ranks_and_the_lowest_sequence_number():
+    f = diagnose(VERBATIM / "nccl_watchdog_old_format.log")["findings"][0]
+    assert f["details"]["ranks"] == [1, 2, 3, 6, 7] and f["details"]["values"]["seq"] == ["469508"]
+    f = diagnose(VERBATIM / "nccl_watchdog_after_progress_bar.log")["findings"][0]
+    assert f["details"]["values"]["seq"] == ["64088", "96117", "96120", "96125"]  # rank 7 is thousands behind

@@ -87,7 +87,8 @@ FAMILIES = {f.id: f for f in (
         "node reaches: test with `nc -zv <addr> <port>` from another node; read rank 0's own log for an earlier "
         "failure; on Ray every node must be reachable on the address Ray registered (`ray status`; `ray start "
         "--node-ip-address=<ip>`).",
-        (GH + "nvidia-cosmos/cosmos-rl/issues/681", GH + "vllm-project/vllm/issues/19670"),
+        (GH + "nvidia-cosmos/cosmos-rl/issues/681", GH + "vllm-project/vllm/issues/19670",
+         GH + "hiyouga/LlamaFactory/issues/3698"),
     ),
     Family(
         "collective_timeout", 71, "A collective (NCCL / Gloo) timed out in its watchdog",
@@ -99,7 +100,8 @@ FAMILIES = {f.id: f for f in (
         "`actor_rollout_ref.nccl_timeout=7200` (600 s by default in verl); on Ascend the HCCL equivalents are "
         "`HCCL_EXEC_TIMEOUT` and the same verl key.",
         (GH + "hiyouga/LlamaFactory/issues/6269", GH + "XPixelGroup/BasicSR/issues/737",
-         GH + "huggingface/diffusers/issues/12422", GH + "verl-project/verl/issues/2106"),
+         GH + "huggingface/diffusers/issues/12422", GH + "verl-project/verl/issues/2106",
+         GH + "hiyouga/LlamaFactory/issues/7396", GH + "OFA-Sys/OFA/issues/271", GH + "pytorch/pytorch/issues/118369"),
     ),
     Family(
         "ray_actor_died", 85, "Ray: an actor's worker process died",
@@ -138,8 +140,10 @@ RULES = (
                                "could not find a node type"),
          r"cannot be scheduled right now|Waiting for creating a placement group of specs for \d+ seconds|"
          r"could not find a node type to satisfy the request", any_level=True),
-    Rule("rendezvous_unreachable", ("client socket has timed out", "client socket has failed to connect"),
+    Rule("rendezvous_unreachable", ("client socket has timed out", "client socket has failed to connect",
+                                    "via c10d key-value store"),
          r"The client socket has timed out after \d+ms while trying to connect to|"
+         r"via c10d key-value store by key .* got error: Socket Timeout|"
          r"The client socket has failed to connect to \S+ \(errno: 111 - Connection refused\)"),
     Rule("collective_timeout", ("Watchdog caught collective operation timeout", "timed out in blocking wait",
                                 "Timed out waiting"),
