@@ -44,7 +44,8 @@ FAMILIES = {f.id: f for f in (
         "Give `actor_rollout_ref.model.path` (and `critic.model.path`, `reward_model.model.path`) as an absolute "
         "path that exists on every node and holds config.json (`ls <path>/config.json`); write `$HOME/...`, not "
         "`~/...` inside quotes.",
-        (GH + "PRIME-RL/TTRL/issues/25", GH + "verl-project/verl/issues/3048", GH + "vllm-project/vllm-omni/pull/2125"),
+        (GH + "PRIME-RL/TTRL/issues/25", GH + "verl-project/verl/issues/3048", GH + "vllm-project/vllm-omni/pull/2125",
+         GH + "databrickslabs/dolly/issues/167"),
     ),
     Family(
         "state_dict_mismatch", 27, "A checkpoint does not fit the model built to load it",
@@ -54,7 +55,8 @@ FAMILIES = {f.id: f for f in (
         "Load the checkpoint with the model config it was saved with (same `config.json`: hidden size, heads, vocab), "
         "and a Megatron / DCP checkpoint at the layout it was saved at or through a converter; `verl-ascend ckpt "
         "check <dir>` reads its shapes and layout; the shapes in the message name the dimension that differs.",
-        (GH + "Deci-AI/super-gradients/issues/1476", GH + "sail-sg/volo/issues/38"),
+        (GH + "Deci-AI/super-gradients/issues/1476", GH + "sail-sg/volo/issues/38",
+         GH + "nikhilbarhate99/PPO-PyTorch/issues/32"),
     ),
     Family(
         "size_not_divisible", 28, "A model size does not divide by a parallel size",
@@ -164,7 +166,8 @@ EXTRA_SOURCES = {
     "stream_sync_timeout": (GH + "vllm-project/vllm-ascend/issues/1443",),
     "peer_exited": (GH + "InternLM/lmdeploy/issues/3354",),
     "device_network": (GH + "vllm-project/vllm-ascend/issues/2643",),
-    "file_handles": (GH + "ray-project/ray/issues/7169", GH + "ray-project/ray-legacy/issues/431"),
+    "file_handles": (GH + "ray-project/ray/issues/7169", GH + "ray-project/ray-legacy/issues/431",
+                     GH + "areal-project/AReaL/issues/109"),
     "cann_not_sourced": (GH + "vllm-project/vllm-ascend/issues/1440",),
     "port_in_use": (GH + "meta-pytorch/torchtune/issues/392", GH + "intelligent-machine-learning/dlrover/issues/443",
                     GH + "verl-project/verl/issues/5889", GH + "vllm-project/vllm-ascend/issues/1955"),
