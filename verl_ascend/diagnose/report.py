@@ -4,6 +4,8 @@ Each family seen is one :class:`~verl_ascend.core.findings.Finding`: ``subject``
 ``message`` its title, ``fix``, ``sources`` (the public threads), ``where`` the first line by time, and in
 ``details`` the rest: codes, counts, ranks, nodes, the values read from the lines, the cause, the notes,
 the culprit. A failure found in a log is a ``warning`` (the run is over; exit 1, as a report of problems).
+Only the lines the run did not survive become findings (``timeline``): lines it went on after are ``handled``,
+lines after its end ``shutdown_noise``; both are listed (``--verbose``) and counted, never findings.
 """
 
 import collections
