@@ -45,6 +45,7 @@ SCAN_LITERALS = (".so: cannot", "port[", "tls switch[", "generate_sequences", "t
                  "divisible by", "timed out in blocking wait", "Timed out waiting", "Worker exit type",
                  "System memory low at node", "cannot be scheduled right now", "placement group",
                  "could not find a node type", "ACL stream synchronize failed",
-                 "client socket has", "via c10d key-value store")
+                 "client socket has", "via c10d key-value store",
+                 "killed due to memory pressure")
 EVIDENCE_KEYWORDS = ("generate_sequences", "No available shared memory broadcast block", "TLS SWITCH", "tls switch[",
                      "timing_s/gen:")

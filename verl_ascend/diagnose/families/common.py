@@ -114,7 +114,8 @@ FAMILIES = {f.id: f for f in (
         "/tmp/ray/session_latest/logs/worker-*-<pid>.err on its node); for SIGKILL check the kernel: "
         "`dmesg -T | grep -i -E 'killed process|out of memory'` on that node, then give it more host memory or "
         "need less (offload off, fewer dataloader workers).",
-        (GH + "verl-project/verl/issues/4921", GH + "verl-project/verl/issues/472", GH + "verl-project/verl/issues/2047"),
+        (GH + "verl-project/verl/issues/4921", GH + "verl-project/verl/issues/472", GH + "verl-project/verl/issues/2047",
+         GH + "AgentR1/Agent-R1/issues/33"),
     ),
 )}
 
