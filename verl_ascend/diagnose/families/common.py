@@ -103,7 +103,8 @@ FAMILIES = {f.id: f for f in (
         "`HCCL_EXEC_TIMEOUT` and the same verl key.",
         (GH + "hiyouga/LlamaFactory/issues/6269", GH + "XPixelGroup/BasicSR/issues/737",
          GH + "huggingface/diffusers/issues/12422", GH + "verl-project/verl/issues/2106",
-         GH + "hiyouga/LlamaFactory/issues/7396", GH + "OFA-Sys/OFA/issues/271", GH + "pytorch/pytorch/issues/118369"),
+         GH + "hiyouga/LlamaFactory/issues/7396", GH + "OFA-Sys/OFA/issues/271", GH + "pytorch/pytorch/issues/118369",
+         GH + "msr-fiddle/pipedream/issues/39", GH + "Peterande/D-FINE/issues/75"),
     ),
     Family(
         "ray_actor_died", 85, "Ray: an actor's worker process died",
