@@ -135,3 +135,14 @@ def test_old_watchdog_lines_name_ranks_and_the_lowest_sequence_number():
     assert f["details"]["ranks"] == [1, 2, 3, 6, 7] and f["details"]["values"]["seq"] == ["469508"]
     f = diagnose(VERBATIM / "nccl_watchdog_after_progress_bar.log")["findings"][0]
     assert f["details"]["values"]["seq"] == ["64088", "96117", "96120", "96125"]  # rank 7 is thousands behind
+
+
+def test_the_assertion_not_its_source_line_is_quoted(tmp_path):
+    log = tmp_path / "run.log"
+    log.write_text('Traceback (most recent call last):\n'
+                   '  File "/opt/megatron/core/utils.py", line 30, in divide\n'
+                   '    assert numerator % denominator == 0, "{} is not divisible by {}".format(numerator, denominator)\n'
+                   "AssertionError: 28 is not divisible by 8\n")
+    f = diagnose(log)["findings"][0]
+    assert f["code"] == "size_not_divisible" and f["where"]["text"] == "AssertionError: 28 is not divisible by 8"
+    assert f["where"]["raised_at"] == "/opt/megatron/core/utils.py:30 in divide"

@@ -120,6 +120,9 @@ FAMILIES = {f.id: f for f in (
     ),
 )}
 
+# a traceback's source line that only quotes the message (`assert h % tp == 0, "... must be divisible by ..."`)
+_SOURCE = r"^\W*(?:\(\w+ pid=\d+[^)]*\)\s*)?(?:\[rank\d+\]:\s*)?\s*(?:assert|raise|f?\"|f?')"
+
 RULES = (
     # vLLM-Ascend's own wording of an AI Core / vector core failure caught at stream synchronisation (families/core.py)
     Rule("npu_runtime", ("ACL stream synchronize failed",), r"ACL stream synchronize failed, error code:? ?5070[13]\d\b"),
@@ -139,7 +142,7 @@ RULES = (
          r"size mismatch for \S+: copying a param with shape|Error\(s\) in loading state_dict|"
          r"(?:Missing|Unexpected) key\(s\) in state_dict"),
     Rule("size_not_divisible", ("divisible by",),
-         r"\b(?:must|should) be divisible by\b|\bis not divisible by \d+"),
+         r"\b(?:must|should) be divisible by\b|\bis not divisible by \d+", unless=_SOURCE),
     Rule("ray_unschedulable", ("cannot be scheduled right now", "Waiting for creating a placement group",
                                "could not find a node type"),
          r"cannot be scheduled right now|Waiting for creating a placement group of specs for \d+ seconds|"
