@@ -5,7 +5,9 @@ Writes a Megatron-style dist_ckpt with torch's DCP writer (N tensors = N storage
 times the scan and, beside it, torch's own metadata read alone (the floor: the check adds the
 per-entry bounds and one stat per shard file).
 
-    python bench/ckpt_check_speed.py [--shards 48000]
+    python bench/ckpt_check_speed.py [--shards 48000] [--smoke]
+
+``--smoke`` (CI): 200 entries, seconds.
 """
 
 import argparse
@@ -35,7 +37,10 @@ def build(root: Path, n: int) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--shards", type=int, default=48000, help="storage entries in the .metadata")
+    parser.add_argument("--smoke", action="store_true", help="200 entries: that it runs (CI)")
     args = parser.parse_args()
+    if args.smoke:
+        args.shards = 200
     from torch.distributed.checkpoint import FileSystemReader
 
     from verl_ascend.ckpt.scan import scan

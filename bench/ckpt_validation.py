@@ -13,7 +13,9 @@ for three implementations:
 Quadratic runs that would take longer than --direct-limit seconds are not run: their time is
 extrapolated from the two largest sizes measured, with the exponent fitted on those (marked ~).
 
-Usage: python bench/ckpt_validation.py [--direct-limit 10] [--repeat 3]
+Usage: python bench/ckpt_validation.py [--direct-limit 10] [--repeat 3] [--smoke]
+
+``--smoke`` (CI): the smallest layout of each family, once, in seconds; no target judged.
 """
 
 import argparse
@@ -164,7 +166,12 @@ def main(argv=None):
     parser.add_argument("--direct-limit", type=float, default=10.0,
                         help="seconds above which a quadratic run is extrapolated instead of run (default 10)")
     parser.add_argument("--repeat", type=int, default=3, help="best of N for runs under a second (default 3)")
+    parser.add_argument("--smoke", action="store_true", help="smallest layouts only, a few seconds: that it runs (CI)")
     args = parser.parse_args(argv)
+    sizes, calibrate = ({k: v[:1] for k, v in SIZES.items()}, {k: v[:1] for k, v in CALIBRATE.items()}) \
+        if args.smoke else (SIZES, CALIBRATE)
+    if args.smoke:
+        args.repeat = 1
 
     originals = {
         "load": patch._current(_internals, "validate_non_overlapping_shards_metadata"),
@@ -181,15 +188,15 @@ def main(argv=None):
     header = (f"{'layout':<8} {'side':<5} {'chunks':>7}  {'<=2.9 s':>12} {'installed s':>12} {'fast s':>8}  "
               f"{'<=2.9/fast':>11} {'inst/fast':>10}")
     rows, notes = [], []
-    jobs = [(kind, side) for kind in SIZES for side in ("load", "save")]
+    jobs = [(kind, side) for kind in sizes for side in ("load", "save")]
     for kind, side in tqdm(jobs, desc="layouts", file=sys.stderr):
         timers = {name: Timer(name, kind, args.direct_limit, args.repeat) for name in ("<=2.9", "installed")}
-        for param in CALIBRATE[kind]:  # small sizes: direct, to fit the exponent
+        for param in calibrate[kind]:  # small sizes: direct, to fit the exponent
             n, load_args, save_args = inputs(kind, param)
             for name, timer in timers.items():
                 if (timer.estimate(n)[0] or 0) < args.direct_limit / 2:
                     timer.time(n, impls[side][name], load_args if side == "load" else save_args)
-        for param in SIZES[kind]:
+        for param in sizes[kind]:
             n, load_args, save_args = inputs(kind, param)
             call_args = load_args if side == "load" else save_args
             fast_s, fast_answer = clock(impls[side]["fast"], call_args, args.repeat)

@@ -7,7 +7,9 @@ fresh interpreter; peak memory is the child's max RSS. The reference is the same
 by line by plain Python (`for line in f: pass`), run side by side, so the ratio says what the
 diagnosis costs on top of just reading the file on this machine.
 
-    python bench/diagnose_speed.py [--mb 200] [--keep PATH]
+    python bench/diagnose_speed.py [--mb 200] [--keep PATH] [--smoke]
+
+``--smoke`` (CI): 1 MB, seconds; the same checks of the findings, no timing judged.
 
 Targets: < 15 s and < 300 MB for 200 MB.
 """
@@ -43,6 +45,10 @@ FAILURES = (
     f"connect request.\n"
     for r in range(128)
 )
+
+# what the planted failures must be named as, whatever the size: the port first (its cause), then the timeouts
+EXPECTED = ["port_in_use", "hccl_connect_timeout"]
+EXPECTED_FIRST = (27, "2025-11-20 23:10:02.816")
 
 
 def generate(path: str, megabytes: int) -> int:
@@ -80,7 +86,10 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--mb", type=int, default=200)
     parser.add_argument("--keep", metavar="PATH", help="write the generated log here and keep it")
+    parser.add_argument("--smoke", action="store_true", help="1 MB, a few seconds: that the bench runs (CI)")
     args = parser.parse_args(argv)
+    if args.smoke:
+        args.mb = 1
     folder = None if args.keep else tempfile.mkdtemp(prefix="va-diag-bench-")
     path = args.keep or os.path.join(folder, "driver.log")
     size = generate(path, args.mb)
@@ -92,17 +101,23 @@ def main(argv=None) -> int:
         print(f"unexpected exit {diag.returncode}:\n{diag.stderr[-2000:]}", file=sys.stderr)
         return 2
     result = json.loads(diag.stdout)
-    families = [f["family"] for f in result["findings"]]
+    families = [f["code"] for f in result["findings"]]
+    first = result["first_failure"] or {}
     print(f"generated {size / 2**20:.0f} MB, {result['lines']:,} lines: {path}")
     print(f"  plain line-by-line read: {ref_s:6.2f} s   peak {ref_mb:6.0f} MB")
     print(f"  verl-ascend diagnose:    {diag_s:6.2f} s   peak {diag_mb:6.0f} MB   "
           f"(time ratio {diag_s / ref_s:.2f} x the plain read)")
-    print(f"  findings: {', '.join(families)}; first failure {result['first_failure']['time']} "
-          f"rank {result['first_failure'].get('rank')}")
-    print(f"  targets: < 15 s -> {'met' if diag_s < 15 else 'MISSED'}; < 300 MB -> {'met' if diag_mb < 300 else 'MISSED'}")
+    print(f"  findings: {', '.join(families)}; first failure {first.get('time')} rank {first.get('rank')}")
+    if not args.smoke:
+        print(f"  targets: < 15 s -> {'met' if diag_s < 15 else 'MISSED'}; "
+              f"< 300 MB -> {'met' if diag_mb < 300 else 'MISSED'}")
     if not args.keep:
         os.unlink(path)
         os.rmdir(folder)
+    if families != EXPECTED or (first.get("rank"), first.get("time")) != EXPECTED_FIRST:
+        print(f"  WRONG findings: expected {', '.join(EXPECTED)}, first failure rank {EXPECTED_FIRST[0]} at "
+              f"{EXPECTED_FIRST[1]}", file=sys.stderr)
+        return 1
     return 0
 
 

@@ -7,7 +7,9 @@ real folder or a throw-away view of it (symlinks to every entry but `verl_ascend
 variants pay the same start-up apart from the plugin. Runs alternate, so machine load hits both
 alike; prints the medians and ratios (targets: pass <= 1.15, import verl <= 1.05).
 
-    python bench/import_overhead.py [--runs 15]
+    python bench/import_overhead.py [--runs 15] [--smoke]
+
+``--smoke`` (CI): one paired run of `python -c pass` only, seconds; no ratio judged.
 """
 
 import argparse
@@ -54,14 +56,18 @@ def measure(code: str, runs: int, with_site: Path, without_site: Path) -> tuple:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=15, help="paired runs per program (default 15)")
+    parser.add_argument("--smoke", action="store_true", help="one paired run of `python -c pass`: that it runs (CI)")
     args = parser.parse_args(argv)
+    targets = {"pass": TARGETS["pass"]} if args.smoke else TARGETS
+    if args.smoke:
+        args.runs = 1
     site = Path(sysconfig.get_paths()["purelib"])
     if not (site / PTH).is_file():
         print(f"bench: {site / PTH} is missing: install verl-ascend into this environment first", file=sys.stderr)
         return 2
     with tempfile.TemporaryDirectory(prefix="va-nopth-") as tmp:
         without_site = view_without_plugin(site, Path(tmp))
-        for label, target in TARGETS.items():
+        for label, target in targets.items():
             code = "pass" if label == "pass" else label
             with_s, without_s = measure(code, args.runs, site, without_site)
             print(f"python -c {code!r}: {args.runs} paired runs, median without plugin {without_s * 1000:.1f} ms, "

@@ -13,7 +13,10 @@ wall seconds, and each step's ``timing_s/step`` and ``timing_s/save_checkpoint``
 console logs. Printed: both rows and the Megatron/FSDP ratios. Wall time depends on what else the
 host runs; the CPU-seconds ratio is the comparison.
 
-    python bench/rehearse_engines.py [--nproc 2] [--recipe recipes/grpo_qwen2_5_7b_a2.sh] [--out DIR]
+    python bench/rehearse_engines.py [--nproc 2] [--recipe recipes/grpo_qwen2_5_7b_a2.sh] [--out DIR] [--smoke]
+
+``--smoke`` (CI, seconds): the same two recipes and the same measuring, of ``verl-ascend check RECIPE`` instead
+of a rehearsal (a rehearsal takes minutes); no step figures, nothing compared.
 """
 
 import argparse
@@ -108,6 +111,8 @@ def main(argv=None) -> int:
     parser.add_argument("--recipe", default=str(ROOT / "recipes" / "grpo_qwen2_5_7b_a2.sh"))
     parser.add_argument("--nproc", type=int, default=2)
     parser.add_argument("--out", default=None, help="folder for both rehearsals (default: a temporary one)")
+    parser.add_argument("--smoke", action="store_true",
+                        help="measure `verl-ascend check` of both recipes instead of rehearsing them: that it runs (CI)")
     args = parser.parse_args(argv)
     work = Path(args.out or tempfile.mkdtemp(prefix="va-bench-rh-"))
     work.mkdir(parents=True, exist_ok=True)
@@ -124,6 +129,8 @@ def main(argv=None) -> int:
             out = work / engine
             cmd = [sys.executable, "-m", "verl_ascend", "rehearse", str(path), "--steps", "1", "--nproc",
                    str(args.nproc), "--out", str(out)]
+            if args.smoke:
+                cmd = [sys.executable, "-m", "verl_ascend", "check", str(path)]
             print(f"== {engine}: {' '.join(cmd[2:])}", flush=True)
             row = measure(cmd, work / f"{engine}.log")
             row["steps"] = steps(out)
@@ -144,6 +151,8 @@ def main(argv=None) -> int:
         print(f"\nMegatron / FSDP: CPU-s {m['cpu_s'] / f['cpu_s']:.2f}x, peak PSS "
               f"{m['peak_pss_gib'] / max(f['peak_pss_gib'], 1e-9):.2f}x, wall {m['wall_s'] / f['wall_s']:.2f}x")
     print(f"outputs in {work}")
+    if args.smoke:  # check reported on both (exit 0-2: a verdict on the recipe, not a crash): the bench runs
+        return 0 if len(rows) == 2 and all(r["exit"] in (0, 1, 2) for r in rows.values()) else 1
     return 0 if all(r["exit"] == 0 for r in rows.values()) else 1
 
 

@@ -305,7 +305,10 @@ def main(argv=None) -> int:
                         help=f"concurrent sequences per rollout server in the request-level model (default {SLOTS}, "
                              "vLLM max_num_seqs)")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
+    parser.add_argument("--smoke", action="store_true", help="2 steps per shape, seconds: that it runs (CI)")
     args = parser.parse_args(argv)
+    if args.smoke:
+        args.steps = 2
     if args.slots < 1:
         parser.error(f"--slots {args.slots} must be at least 1")
     if not 0.0 <= args.rho < 1.0:

@@ -39,7 +39,7 @@ FIX_WORDS = {
     "RAY_EXPERIMENTAL_NOSET_ASCEND_RT_VISIBLE_DEVICES", "weight_bucket_too_small": "update_weights_bucket_megabytes",
     "mindspeed_too_old": "2.3.0_core_r0.12.1", "ckpt_metadata_missing": "verl-ascend ckpt sync",
     "port_in_use": "MASTER_PORT", "cann_not_sourced": "set_env.sh", "hccp_busy": "npu-smi info",
-    "unrecognised_failure": "ASCEND_LAUNCH_BLOCKING",
+    "unrecognised_failure": "ASCEND_LAUNCH_BLOCKING", "ray_actor_died": "dmesg -T",
 }
 
 
@@ -66,8 +66,10 @@ def test_public_shape_is_named_with_its_fix(name):
 
 def test_every_family_has_a_fixture_somewhere():
     import test_diagnose  # the first table's cases
+    import test_diagnose_verbatim  # the verbatim excerpts' families
 
-    covered = {f for f, _ in SOURCES.values()} | {c[1] for c in test_diagnose.CASES} | {"hccl_call_failed"}
+    covered = ({f for f, _ in SOURCES.values()} | {c[1] for c in test_diagnose.CASES} | {"hccl_call_failed"}
+               | {f for f, _ in test_diagnose_verbatim.SOURCES.values()})
     assert set(table.FAMILIES) - covered == set()
 
 
@@ -102,7 +104,7 @@ KINDS = [
     ("assertion_msg", ["[rank3]: AssertionError: world size 6 is not divisible by tp 4"], "AssertionError", None),
     ("key_error", ['  File "/opt/app/data.py", line 12, in load', "    row = rows[key]", "KeyError: 'prompt'"],
      "KeyError", "/opt/app/data.py:12 in load"),
-    ("file_not_found", [RAY + "FileNotFoundError: [Errno 2] No such file or directory: '/data/gsm8k/train.parquet'"],
+    ("file_not_found", [RAY + "FileNotFoundError: [Errno 2] No such file or directory: '/opt/app/reward_fn.py'"],
      "FileNotFoundError", None),
     ("value_error", ["ValueError: Unknown rollout name sgl"], "ValueError", None),
     ("runtime_error", ["[rank0]: RuntimeError: shape mismatch"], "RuntimeError", None),
@@ -112,7 +114,6 @@ KINDS = [
     ("cann_error_line", ["[ERROR] RUNTIME(3030,python):2026-01-01-00:00:01.000.001 [device.cc:10] something failed"], None, None),
     ("error_code", ["EL0003: [PID: 77] 2026-01-01-00:00:01.000.001 The argument is invalid."], None, None),
     ("torch_npu_code", ["[ERROR] 2026-01-01-00:00:01 (PID:77, Device:0, RankID:0) ERR03005 GE invalid value"], None, None),
-    ("actor_died", ["(raylet) A worker died or was killed while executing a task by an unexpected system error."], None, None),
     ("exit_code", ["Job 'raysubmit_abc' failed", "Status message: Job entrypoint command failed with exit code 1"], None, None),
     ("killed", ["run_grpo.sh: line 40: 991 Killed                  python3 -m verl.trainer.main_ppo"], None, None),
     ("segfault", ["Fatal Python error: Segmentation fault"], None, None),
@@ -160,3 +161,21 @@ def test_an_unexplained_exception_before_a_known_failure_is_kept_first(tmp_path)
                    "[rank1]: [ERROR] 2026-02-02-10:00:00 (PID:5, Device:1, RankID:1) ERR00100 PTA call acl api failed.\n")
     result = diagnose(log)
     assert [f["code"] for f in result["findings"]] == ["npu_oom"] and result["unrecognised_lines"] == 1
+
+
+def test_the_fallback_quotes_the_exception_when_an_error_line_came_first(tmp_path, capsys):
+    """A CANN [ERROR] line is the first failing line; the Python exception after it (Type: message) is quoted too,
+    with the frame that raised it (#35 item 2)."""
+    log = tmp_path / "run.log"
+    log.write_text("[ERROR] 2026-01-01-00:00:01 (PID:77, Device:0, RankID:0) ERR99999 UNKNOWN unknown error\n"
+                   "2026-01-01 00:00:02,000 - root - INFO - reward\n"
+                   "Traceback (most recent call last):\n"
+                   '  File "/opt/verl/verl/trainer/main_ppo.py", line 42, in run\n'
+                   "    trainer.fit()\n"
+                   "RuntimeError: reward function returned None\n")
+    f = diagnose(log)["findings"][0]
+    assert f["code"] == table.UNRECOGNISED and "ERR99999" in f["where"]["text"]
+    assert f["details"]["exception_line"]["text"] == "RuntimeError: reward function returned None"
+    assert f["details"]["exception_line"]["raised_at"] == "/opt/verl/verl/trainer/main_ppo.py:42 in run"
+    code, out, err = cli_run(capsys, "diagnose", str(log))
+    assert "the exception: RuntimeError: reward function returned None (raised at /opt/verl/verl/trainer/main_ppo.py:42" in out

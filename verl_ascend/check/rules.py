@@ -14,7 +14,7 @@ from verl_ascend.core.profiles import DEFAULT, PROFILES, Profile
 from verl_ascend.recipe.layout import ARR, get, get_int, rollout_layout, train_layout, world_size
 from verl_ascend.recipe.model_facts import ModelFacts
 
-from . import bridge, hbm  # rules of their own modules (neither imports this one)
+from . import alloc, bridge, hbm  # rules of their own modules (none imports this one)
 
 NODE = ("trainer.nnodes", "trainer.n_gpus_per_node")
 
@@ -392,6 +392,7 @@ ALL = (
     Rule("known-bad", known_bad, "mbridge with VPP; trainer.device=cuda where verl does not map it"),
     Rule("hbm", hbm.estimate, "HBM per rank of the device profile, training and rollout phase"),
     Rule("bridge", bridge.findings, "the HF-Megatron bridge the workers import, installed here or not"),
+    Rule("alloc", alloc.findings, "PYTORCH_NPU_ALLOC_CONF=expandable_segments:True with vLLM sleep mode on"),
     Rule("env", env, "the HCCL/Gloo variables the script exports", needs_config=False),
 )
 

@@ -4,7 +4,7 @@
 def run(args) -> int:
     from verl_ascend.diagnose import report
 
-    return report.run(args.paths, as_json=args.json)  # scan.BadInput: cli.main, exit 2
+    return report.run(args.paths, as_json=args.json, verbose=args.verbose)  # scan.BadInput: cli.main, exit 2
 
 
 def register(sub) -> None:
@@ -22,11 +22,16 @@ def register(sub) -> None:
         "or non-zero exit) with its first line, file:line and process. For each finding: the codes, the earliest "
         "failing rank / node / device by timestamp across all files, the likely cause, the fix (variables, "
         "hccn_tool / npu-smi commands) and the public source it comes from. Warnings, retries and shutdown noise "
-        "are ignored. "
+        "are ignored. The run is read as a timeline: step lines, validation, checkpoint saves and the end of "
+        "training are read too; an error the run went on after is a note, errors after the end are shutdown noise "
+        "(unless the job then exits non-zero), and the headline is the first error the run did not survive. "
         "Exit 0 when no failure is found, 1 when failures are found, 2 on bad input.",
     )
     p.add_argument("paths", nargs="+", metavar="PATH", help="log files or folders (read recursively)")
     p.add_argument("--json", action="store_true",
                    help="print one JSON object (the envelope every command prints: schema, command, exit_code, "
                    "findings; then files, lines, first_failure, ...)")
+    p.add_argument("-v", "--verbose", action="store_true",
+                   help="also list the error lines that are not the failure: those the run went on after (handled) "
+                   "and those printed after its end (shutdown noise)")
     p.set_defaults(func=run)

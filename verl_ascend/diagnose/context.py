@@ -114,6 +114,15 @@ def where(line: str) -> dict:
     return found
 
 
+_PROCESS = re.compile(r"^\s*\((\w+) pid=\d+")
+
+
+def process(line: str):
+    """The process name of Ray's ``(TaskRunnerV1 pid=190)`` prefix, or None."""
+    m = _PROCESS.match(line)
+    return m.group(1) if m else None
+
+
 def pid_from_path(path: str):
     m = _PATH_PID.search(path)
     return int(next(g for g in m.groups() if g)) if m else None

@@ -4,6 +4,8 @@ Each family seen is one :class:`~verl_ascend.core.findings.Finding`: ``subject``
 ``message`` its title, ``fix``, ``sources`` (the public threads), ``where`` the first line by time, and in
 ``details`` the rest: codes, counts, ranks, nodes, the values read from the lines, the cause, the notes,
 the culprit. A failure found in a log is a ``warning`` (the run is over; exit 1, as a report of problems).
+Only the lines the run did not survive become findings (``timeline``): lines it went on after are ``handled``,
+lines after its end ``shutdown_noise``; both are listed (``--verbose``) and counted, never findings.
 """
 
 import collections
@@ -12,7 +14,7 @@ import datetime
 
 from verl_ascend.core import findings as F
 
-from . import table
+from . import table, timeline
 
 GENERIC = "hccl_call_failed"          # shown only when no specific family explains the run
 UNRECOGNISED = table.UNRECOGNISED     # shown when nothing else explains the run, or when it failed before it
@@ -20,12 +22,13 @@ TIMEOUTS = ("hccl_exec_timeout", "stream_sync_timeout")
 DEFAULT_CONNECT_TIMEOUT = 120         # s, CANN's default for HCCL_CONNECT_TIMEOUT (quoted in its EI0006 text)
 ECHO_WINDOW = datetime.timedelta(seconds=1)  # an unexplained line this close before a known one is part of it
 LONG_GEN_SHARE = 0.5                  # generation over half of the step time: a long-tail step
+MAX_NOTED = 50                        # handled / shutdown lines kept in the report (all are counted)
 
 
 def _where(event) -> dict:
     out = {"time": event.when.isoformat(sep=" ", timespec="milliseconds") if event.when else None,
            "file": event.path, "line": event.line}
-    for key in ("rank", "node", "device", "pid"):
+    for key in ("process", "rank", "node", "device", "pid"):
         if key in event.where and event.where[key] is not None:
             out[key] = event.where[key]
     if event.details.get("raised_at"):
@@ -58,6 +61,15 @@ def _finding(family_id, events, overflow=0, notes=()) -> F.Finding:
             details[key].add(value)
     spread = (max(timed) - min(timed)).total_seconds() if len(timed) > 1 else 0.0
     notes = list(notes) + _notes(family_id, details, spread, events)
+    exception_line = None
+    if family_id == UNRECOGNISED and not first.details.get("exception"):
+        # the first line is an [ERROR] line or a code: quote the exception itself (Type: message) and where it was raised
+        raised = next((e for e in events if e.details.get("exception")), None)
+        if raised is not None:
+            exception_line = _where(raised)
+            notes.insert(0, f"the exception: {raised.text[:240]}"
+                         + (f" (raised at {raised.details['raised_at']})" if raised.details.get("raised_at") else "")
+                         + f" — {raised.path}:{raised.line}")
     facts = {
         "codes": codes, "lines": len(events) + overflow, "files": len({e.path for e in events}),
         "ranks": ranks, "nodes": nodes,
@@ -66,6 +78,8 @@ def _finding(family_id, events, overflow=0, notes=()) -> F.Finding:
         "values": {k: sorted(v, key=lambda x: (len(x), x)) for k, v in details.items()},
         "cause": family.cause, "notes": notes, "culprit": _culprit(events),
     }
+    if exception_line:
+        facts["exception_line"] = exception_line
     return F.Finding(F.WARNING, family_id, family.title, family.fix, code=family_id, where=_where(first),
                      sources=family.sources, details=facts)
 
@@ -86,6 +100,12 @@ def _notes(family_id, details, spread, events) -> list:
     if family_id == "hccl_exec_timeout" and details.get("waited_ms"):
         waited = max(int(v) for v in details["waited_ms"]) / 1000
         notes.append(f"the collective had waited {waited:.0f} s when the watchdog stopped it")
+    if details.get("collective"):
+        notes.append("collective(s) in the reports: " + ", ".join(sorted(details["collective"])) + " at sequence "
+                     "number(s) " + ", ".join(sorted(details.get("seq", ()), key=int)) + " — a rank at another number, "
+                     "or missing from the reports, is the one the others waited for")
+    if details.get("exit_type"):
+        notes.append("Ray's exit verdict: " + "; ".join(sorted(details["exit_type"])))
     if family_id == "port_in_use" and details.get("port"):
         notes.append("port(s) in use: " + ", ".join(sorted(details["port"], key=int)))
     if details.get("culprit"):
@@ -121,7 +141,7 @@ def _tls_events(evidence):
     return events, note
 
 
-def _long_tail(scanner, findings) -> list:
+def _long_tail(scanner, findings, fatal) -> list:
     timeouts = [f for f in findings if f.code in TIMEOUTS]
     if not timeouts:
         return []
@@ -139,7 +159,7 @@ def _long_tail(scanner, findings) -> list:
                        + (f", {clip:.1%} of responses hit max length" if clip else ""))
     if not why:
         return []
-    events = [e for e in scanner.events if e.family in TIMEOUTS]
+    events = [e for e in fatal if e.family in TIMEOUTS]
     return [_finding("rollout_long_tail", events, notes=["evidence: " + "; ".join(why)])]
 
 
@@ -153,6 +173,11 @@ class Diagnosis:
     findings: list           # Finding records, causes before symptoms
     generic_hccl_lines: int  # generic "HCCL call failed" lines folded into the findings
     unrecognised_lines: int  # unexplained failure lines that came after the findings
+    runs: list = ()          # per file that made progress: finished, last step, last progress / end mark
+    handled: list = ()       # error lines the run went on after (notes; at most MAX_NOTED), each with its reason
+    shutdown_noise: list = ()  # error lines printed after the run's end (at most MAX_NOTED)
+    handled_lines: int = 0
+    shutdown_lines: int = 0
 
     @property
     def exit_code(self) -> int:
@@ -170,15 +195,27 @@ def _order(f) -> tuple:
     return table.FAMILIES[f.code].order, f.where["time"] is None, f.where["time"] or ""
 
 
+def _noted(event, reason) -> dict:
+    return dict(_where(event), family=event.family, reason=reason)
+
+
 def build(scanner) -> Diagnosis:
-    by_family = collections.defaultdict(list)
-    for event in scanner.events:
-        by_family[event.family].append(event)
     tls_events, tls_note = _tls_events(scanner.evidence["tls"])
-    by_family["tls_mismatch"] += tls_events
+    runs = scanner.timeline.runs
+    verdicts = timeline.judge_all(scanner.events + tls_events, runs)
+    kept = {timeline.HANDLED: [], timeline.SHUTDOWN: []}
+    by_family = collections.defaultdict(list)
+    for event in scanner.events + tls_events:
+        verdict, reason = verdicts[id(event)]
+        if verdict == timeline.FATAL:
+            by_family[event.family].append(event)
+        elif len(kept[verdict]) < MAX_NOTED:
+            kept[verdict].append(_noted(event, reason))
+    counted = collections.Counter(v for v, _ in verdicts.values())
     findings = [_finding(f, evs, scanner.overflow.get(f, 0), notes=[tls_note] if f == "tls_mismatch" and tls_note else ())
                 for f, evs in by_family.items() if evs]
-    findings += _long_tail(scanner, findings)
+    fatal = [e for evs in by_family.values() for e in evs]
+    findings += _long_tail(scanner, findings, fatal)
     generic_lines = 0
     if any(f.code != GENERIC for f in findings):
         generic_lines = sum(f.details["lines"] for f in findings if f.code == GENERIC)
@@ -194,34 +231,61 @@ def build(scanner) -> Diagnosis:
             findings = [f for f in findings if f.code != UNRECOGNISED]
     findings.sort(key=_order)
     first = None
-    candidates = [e for e in scanner.events if (e.family != GENERIC or not generic_lines)
+    candidates = [e for e in fatal if (e.family != GENERIC or not generic_lines)
                   and (e.family != UNRECOGNISED or not unrecognised_lines)]
     if candidates:
-        earliest = min(candidates, key=lambda e: e.sort_key())
+        # by time; at the same time (a message and the header it borrowed its time from) the cause before the symptom
+        earliest = min(candidates, key=lambda e: (e.when is None, e.when or datetime.datetime.min,
+                                                  table.FAMILIES[e.family].order, e.path, e.line))
         first = dict(_where(earliest), family=earliest.family)
         culprit = next((f.details["culprit"] for f in findings if f.details.get("culprit")), None)
         if culprit:
             first["culprit"] = culprit
     return Diagnosis(len(scanner.files), scanner.lines, scanner.bytes,
                      [{"file": p, "reason": r} for p, r in scanner.skipped], first, findings, generic_lines,
-                     unrecognised_lines)
+                     unrecognised_lines, timeline.summary(runs), kept[timeline.HANDLED], kept[timeline.SHUTDOWN],
+                     counted[timeline.HANDLED], counted[timeline.SHUTDOWN])
 
 
 def _place(w) -> str:
-    parts = [f"{k} {w[k]}" for k in ("rank", "device", "node", "pid") if k in w]
+    parts = [f"{k} {w[k]}" for k in ("process", "rank", "device", "node", "pid") if k in w]
     return ", ".join(parts) or "rank unknown"
 
 
-def render(result: Diagnosis) -> str:
+def _run_lines(result: Diagnosis, verbose: bool) -> list:
+    """What the runs did (finished or where they stopped), and the error lines judged not to be the failure."""
+    lines = []
+    for run in result.runs:
+        mark = run.get("end") if run["finished"] else run.get("last_progress")
+        step = f" after step {run['last_step']}" if "last_step" in run else ""
+        state = "reached its end" if run["finished"] else "stopped"
+        lines.append(f"run {run['file']}: {state}{step} ({mark['file']}:{mark['line']}: {mark['text'][:100]})")
+    if result.handled_lines or result.shutdown_lines:
+        if not verbose:
+            lines.append(f"({result.handled_lines} error line(s) the run went on after, {result.shutdown_lines} "
+                         "after its end (shutdown noise): not the failure; --verbose lists them)")
+        for label, noted, count in (("handled", result.handled, result.handled_lines),
+                                    ("shutdown noise", result.shutdown_noise, result.shutdown_lines)):
+            if verbose and count:
+                lines.append(f"{label}: {count} line(s)" + (f", first {len(noted)} shown" if count > len(noted) else ""))
+                for w in noted:
+                    lines.append(f"    {w['file']}:{w['line']} ({w['family']}; {w['reason']})")
+                    lines.append(f"        {w['text'][:200]}")
+    return lines
+
+
+def render(result: Diagnosis, verbose: bool = False) -> str:
     lines = []
     n = len(result.findings)
     scope = f"{result.files} file(s), {result.lines:,} lines"
     if not n:
         lines.append(f"no known failure in {scope}")
+        lines += _run_lines(result, verbose)
         for s in result.skipped:
             lines.append(f"skipped {s['file']}: {s['reason']}")
         return "\n".join(lines)
     lines.append(f"{n} finding(s) in {scope}")
+    lines += _run_lines(result, verbose)
     first = result.first_failure
     if first:
         lines.append(f"first failure: {first['time'] or 'time unknown'}, {_place(first)} "
@@ -263,7 +327,7 @@ def render(result: Diagnosis) -> str:
     return "\n".join(lines)
 
 
-def run(paths, as_json: bool = False) -> int:
+def run(paths, as_json: bool = False, verbose: bool = False) -> int:
     """Scan, judge, print; 0 no failure found, 1 failures found. Bad input raises ``scan.BadInput``."""
     from verl_ascend.core import progress
 
@@ -274,5 +338,5 @@ def run(paths, as_json: bool = False) -> int:
         raise scan.BadInput("nothing to read: " + "; ".join(f"{p}: {r}" for p, r in scanner.skipped)
                             + ". Pass text logs (driver log, Ray worker logs, CANN plog).")
     result = build(scanner)
-    print(result.to_json() if as_json else result.text())
+    print(result.to_json() if as_json else render(result, verbose))
     return result.exit_code

@@ -12,7 +12,7 @@ import re
 
 from verl_ascend.core import findings
 
-from . import context, table
+from . import context, table, timeline
 from .families import generic, hccl
 
 BLOCK = 4 << 20
@@ -26,11 +26,14 @@ _CODES = re.compile(r"\b(E[A-Z]\d{4}|ERR\d{5})\b")
 _ERRNO = re.compile(r"error code is (\d+)")
 _ACL = re.compile(r"\bACL_ERROR_RT_\w+")
 _DETAILS = {
-    "port": re.compile(r"port\[(\d+)\]|port: (\d+)|:(\d{4,5})\b.*EADDRINUSE"),
+    "port": re.compile(r"port\[(\d+)\]|port: (\d+)|:(\d{4,5})\b.*EADDRINUSE|bind to \S*:(\d+) \(errno: 98|connect to \([^,]+, (\d+)\)"),
     "timeout_s": re.compile(r"timeout\[(\d+)\s*s?\]|connect timeout interval \((\d+)s"),
     "late_rank": re.compile(r"remote rank: ?\[(\d+)\]"),
     "waited_ms": re.compile(r"ran for (\d+) milliseconds"),
     "alloc": re.compile(r"Tried to allocate ([\d.]+ ?[KMGT]?i?B)"),
+    "collective": re.compile(r"OpType=(\w+)"),
+    "seq": re.compile(r"SeqNum=(\d+)"),
+    "exit_type": re.compile(r"Worker exit type: (\w+ Worker exit detail: [^.]{0,100})"),
 }
 
 
@@ -131,6 +134,7 @@ class Scanner:
         self.lines = 0
         self.bytes = 0
         self.year = None              # any full year seen, for year-less stamps of files without one
+        self.timeline = timeline.Reader(lambda raw: ANSI.sub("", raw.decode("utf-8", "replace")))
 
     # -- reading ------------------------------------------------------------------------------------
     def scan_file(self, path, progress=None):
@@ -177,6 +181,7 @@ class Scanner:
             m = _YEAR.search(data)
             if m:
                 state["year"] = self.year = int(m.group(1))
+        self.timeline.block(path, data, base_line, state["year"] or self.year)
         pos = data.rfind(STEP_KEY.encode())
         if pos != -1:
             start = data.rfind(b"\n", 0, pos) + 1
@@ -274,6 +279,9 @@ class Scanner:
             if device is not None:
                 where["device"] = device
         self._learn(where)
+        process = context.process(text)
+        if process:
+            where["process"] = process
         if len(self.events) >= MAX_EVENTS:
             self.overflow[family] = self.overflow.get(family, 0) + 1
             return

@@ -37,6 +37,15 @@ SCAN_LITERALS = (".so: cannot", "port[", "tls switch[", "generate_sequences", "t
                  "status[STUCK]", "error cqe", "has no NPU available", "running low on memory", "too large to fit",
                  "update_weights_bucket_megabytes", "_layernorm", "common.pt", ".metadata", "metadata.json",
                  "modified by an inplace", "Error", "Exception", "Exit", "Interrupt", "[ERROR]", "died", "Died",
-                 "exit code", "exit status", "exitcode", "core dumped", "failed", "NPU device is not available")
+                 "exit code", "exit status", "exitcode", "core dumped", "failed", "NPU device is not available",
+                 # the failures every verl run meets (families/common.py) whose lines hold none of the above
+                 "Could not override", "is not in struct", "Missing mandatory value", "omegaconf.errors", "No such file",
+                 "Unable to find", "can't start new thread", "pthread_create", "Resource temporarily unavailable",
+                 "not a valid model identifier", "does not appear to have a file", "size mismatch for", "state_dict",
+                 "divisible by", "timed out in blocking wait", "Timed out waiting", "Worker exit type",
+                 "System memory low at node", "cannot be scheduled right now", "placement group",
+                 "could not find a node type", "ACL stream synchronize failed",
+                 "client socket has", "via c10d key-value store",
+                 "killed due to memory pressure")
 EVIDENCE_KEYWORDS = ("generate_sequences", "No available shared memory broadcast block", "TLS SWITCH", "tls switch[",
                      "timing_s/gen:")

@@ -5,16 +5,18 @@
 - ``device``: torch_npu's troubleshooting cases and vllm-ascend's FAQ (operators, devices, environment).
 - ``cluster``: Ray and device visibility.
 - ``training``: verl's NPU FAQ (weight bucket, MindSpeed, checkpoints on non-shared storage).
+- ``common``: the failures any verl run meets on any hardware (config, paths, threads, state dicts, sizes,
+  NCCL / Gloo watchdogs, Ray's dead actors).
 - ``generic``: the fallback that makes any failed run a finding, with the lines known to be harmless.
 """
 
 import dataclasses
 
-from . import cluster, core, device, generic, hccl, training
+from . import cluster, common, core, device, generic, hccl, training
 from .core import HCCL_RESULT  # noqa: F401
 from .model import Family, Rule  # noqa: F401
 
-_AREAS = (core, hccl, device, cluster, training, generic)
+_AREAS = (core, hccl, device, cluster, training, common, generic)
 FAMILIES = {}
 for _area in _AREAS:
     for _id, _family in _area.FAMILIES.items():

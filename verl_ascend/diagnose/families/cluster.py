@@ -10,7 +10,9 @@ FAMILIES = {f.id: f for f in (
         "Give the run more host RAM or need less of it (fewer `data.dataloader_num_workers`, offload off, a smaller "
         "rollout batch); to let the run use the memory anyway: `export RAY_memory_usage_threshold=0.99` before "
         "`ray start` (`RAY_memory_monitor_refresh_ms=0` turns the monitor off; the kernel's OOM killer then decides).",
-        ("https://docs.ray.io/en/latest/ray-core/scheduling/ray-oom-prevention.html", GH + "verl-project/verl/issues/6741"),
+        ("https://docs.ray.io/en/latest/ray-core/scheduling/ray-oom-prevention.html", GH + "verl-project/verl/issues/6741",
+         GH + "ray-project/ray/pull/27716", GH + "ray-project/ray/pull/30312", GH + "primihub/primihub-platform/issues/122",
+         GH + "ray-project/ray/issues/28778", GH + "flwrlabs/flower/issues/2157"),
     ),
     Family(
         "ray_started_with_gpus", 21, "Ray was started with GPUs, so no NPU resource exists",
@@ -39,6 +41,10 @@ FAMILIES = {f.id: f for f in (
 RULES = (
     Rule("host_oom_killed", ("running low on memory", "OutOfMemoryError: Task was killed"),
          r"killed due to the node running low on memory|Task was killed due to the node"),
+    # the raylet's own line when its memory monitor kills a worker (printed by the driver as "(raylet) ...")
+    Rule("host_oom_killed", ("System memory low at node",), r"System memory low at node with IP [\d.]+\..*killing"),
+    Rule("host_oom_killed", ("killed due to memory pressure",),
+         r"[1-9]\d* Workers \(tasks / actors\) killed due to memory pressure \(OOM\)"),
     Rule("ray_started_with_gpus", ("has no NPU available",), r"has no NPU available\..*'GPU': ?[1-9]"),
     Rule("ray_no_npu", ("has no NPU available",), r"has no NPU available\.(?!.*'GPU': ?[1-9])"),
     Rule("visible_devices_rewritten", ("Error setting ASCEND_RT_VISIBLE_DEVICES",),

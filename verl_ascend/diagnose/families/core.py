@@ -92,9 +92,14 @@ FAMILIES = {f.id: f for f in (
         "Rollout: lower `actor_rollout_ref.rollout.gpu_memory_utilization` (e.g. 0.5) or `max_num_batched_tokens`; "
         "training: lower `ppo_micro_batch_size_per_gpu` / `log_prob_micro_batch_size_per_gpu`, turn on "
         "`actor_rollout_ref.actor.fsdp_config.param_offload=True` and `optimizer_offload=True` (Megatron: "
-        "`actor_rollout_ref.actor.megatron.param_offload` etc.); reserved >> allocated: "
-        "`export PYTORCH_NPU_ALLOC_CONF=expandable_segments:True`; check the HBM estimate with `verl-ascend check RECIPE.sh`.",
-        (GH + "vllm-project/vllm-ascend/issues/1127", GH + "verl-project/verl/issues/2837"),
+        "`actor_rollout_ref.actor.megatron.param_offload` etc.); reserved >> allocated (fragmentation): "
+        "`export PYTORCH_NPU_ALLOC_CONF=expandable_segments:True` only where no vLLM sleep mode runs in the process "
+        "-- a colocated vLLM rollout in sleep mode (verl's default: `actor_rollout_ref.rollout.enable_sleep_mode`, "
+        "`free_cache_engine` before verl 0.9) asserts on it in vllm-ascend (vllm-ascend PR 9242 is open); there "
+        "keep `expandable_segments` off and lower `gpu_memory_utilization` / the micro batch sizes instead; "
+        "check the HBM estimate and this combination with `verl-ascend check RECIPE.sh`.",
+        (GH + "vllm-project/vllm-ascend/issues/1127", GH + "verl-project/verl/issues/2837",
+         GH + "vllm-project/vllm-ascend/pull/9242"),
     ),
     Family(
         "npu_runtime", 55, "AI Core / NPU runtime error",

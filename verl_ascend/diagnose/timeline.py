@@ -1,0 +1,216 @@
+"""The run as a timeline: what a run printed while it made progress, and which errors it did not survive.
+
+A verl run prints its progress as well as its errors: step lines (``step:N - ...``), validation
+(``Initial validation metrics``, ``Final validation metrics``), checkpoint saves (``Saving checkpoint to``,
+``Checkpoint save completed``), the trainer's progress bar (``Training Progress:  50%|``) and its end
+(``Training Progress: 100%|``, ``Final validation metrics``, Ray's ``Job '...' succeeded``; not a bare ``exit code
+0``, which subprocesses print in the middle of a run). Each file that prints any of
+them is a run (a driver / console log); the scanner keeps, per file, the last progress mark and the first end
+mark after it (no list of marks: memory stays bounded).
+
+Every error line is then judged:
+
+- ``fatal``: nothing of the run came after it. Only these become findings; the first by time is the headline.
+- ``handled``: the run went on after it (a later progress mark in the same file; for a file without progress
+  of its own, such as a worker log or a plog, a later progress mark of a run by time). A note, not the failure.
+- ``shutdown``: printed after the run's end (teardown of dataloader workers, Ray actors, vLLM engines,
+  destructors). Named in ``--verbose``, never fails a run -- unless a non-zero exit of the job or of the
+  command follows the end (``terminal`` lines: ``Job '...' failed``, ``exit code 1``, the shell's ``Killed
+  python3 ...``): then the run did not finish cleanly and those lines are fatal again.
+"""
+
+import dataclasses
+import datetime
+import re
+
+from . import context
+
+FATAL, HANDLED, SHUTDOWN = "fatal", "handled", "shutdown"
+_STEP = re.compile(rb"step:(\d+) - ")
+_STEP_BEFORE = b" \t)]\n"          # what may precede verl's "step:N - " (not "global_step:N - ")
+PROGRESS = (b"Saving checkpoint to", b"Checkpoint save completed", b"validation metrics", b"Training Progress:")
+# a mark that says the run reached its end; searched in the line that holds a PROGRESS / END literal
+END = (b"Training Progress: 100%", b"Final validation metrics", b"' succeeded")
+_END = re.compile(rb"Training Progress: 100%|Final validation metrics|Job '[^']+' succeeded")
+# a non-zero exit of the job or of the command itself: the run did not end cleanly, whatever it printed before
+TERMINAL = re.compile(r"exit(?:ed)? (?:with )?(?:code|status)\s*[:=]?\s*-?[1-9]\d*|exitcode\s*:\s*-?[1-9]\d*|"
+                      r"non-zero exit status -?[1-9]|Job '[^']+' failed|^\s*Killed\s*$|"
+                      r"line \d+:\s+\d+ (?:Killed|Segmentation fault|Aborted)\b")
+WINDOW = 16384                     # bytes above a mark searched for the time it happened
+TEARDOWN = datetime.timedelta(minutes=10)  # after a run's end, how long another file's errors count as its teardown
+_STAMP = re.compile(rb"(?<!\d)20\d\d-\d\d-\d\d[-T ]\d\d:\d\d:\d\d")
+
+
+@dataclasses.dataclass
+class Mark:
+    line: int
+    text: str
+    when: object = None            # datetime or None
+    step: int = None
+
+    def as_dict(self, path) -> dict:
+        out = {"file": path, "line": self.line, "text": self.text}
+        if self.when is not None:
+            out["time"] = self.when.isoformat(sep=" ", timespec="milliseconds")
+        if self.step is not None:
+            out["step"] = self.step
+        return out
+
+
+@dataclasses.dataclass
+class Run:
+    """What one file said about progress: its last progress mark, the first end mark after it, the last step."""
+    last: Mark = None
+    end: Mark = None
+    step: Mark = None
+    start: object = None           # the file's first full timestamp: another file's error before it is not this run's
+
+    @property
+    def finished(self) -> bool:
+        return self.end is not None
+
+
+def _line_at(data, pos):
+    start = data.rfind(b"\n", 0, pos) + 1
+    end = data.find(b"\n", pos)
+    return start, len(data) if end == -1 else end
+
+
+def _last_step(data):
+    pos = len(data)
+    while True:
+        pos = data.rfind(b"step:", 0, pos)
+        if pos == -1:
+            return -1
+        if (pos == 0 or data[pos - 1:pos] in _STEP_BEFORE) and _STEP.match(data, pos):
+            return pos
+
+
+def _last_progress(data, best):
+    """Position of the last progress mark in the block that is not an end mark (``best``: the last step line), else -1."""
+    for literal in PROGRESS:
+        pos = len(data)
+        while pos > best:
+            pos = data.rfind(literal, 0, pos)
+            if pos <= best:
+                break
+            start, end = _line_at(data, pos)
+            if not _END.search(data, start, end):
+                best = pos
+                break
+    return best
+
+
+def _first_end(data, after):
+    found = [p for p in (data.find(lit, after) for lit in END) if p != -1]
+    for pos in sorted(found):
+        start, end = _line_at(data, pos)
+        if _END.search(data, start, end):
+            return pos
+    return -1
+
+
+class Reader:
+    """Per-file progress, fed block by block by the scanner."""
+
+    def __init__(self, clean):
+        self.clean = clean         # bytes -> str without colour codes
+        self.runs = {}             # path -> Run
+        self.starts = {}           # path -> first full timestamp of the file (None until one is seen)
+
+    def block(self, path, data, base_line, year):
+        if self.starts.get(path) is None:
+            m = _STAMP.search(data)
+            if m:
+                self.starts[path] = context.resolve(context.timestamp(m.group(0).decode()), None)
+        step = _last_step(data)
+        last = _last_progress(data, step)
+        end = _first_end(data, max(last, 0))
+        if last == -1 and end == -1:
+            return
+        run = self.runs.setdefault(path, Run())
+        run.start = run.start or self.starts.get(path)
+        if last != -1:
+            run.last = self._mark(data, last, base_line, year)
+            run.end = None         # progress after an earlier end: a new run in the same file
+            run.step = run.last if step == last else self._mark(data, step, base_line, year) if step != -1 else run.step
+        if end != -1 and run.end is None:
+            run.end = self._mark(data, end, base_line, year)
+
+    def _mark(self, data, pos, base_line, year):
+        start, end = _line_at(data, pos)
+        text = self.clean(data[start:end]).strip()
+        m = _STEP.search(data, start, end)
+        step = int(m.group(1)) if m else None
+        line = base_line + data.count(b"\n", 0, start) + 1
+        stamp = context.timestamp(text)
+        if stamp is None:          # step lines carry no time: the last stamped line above gives a lower bound
+            above = self.clean(data[max(0, start - WINDOW):start]).splitlines()
+            stamp = next((s for s in map(context.timestamp, reversed(above)) if s), None)
+        when = context.resolve(stamp, (stamp[0] if stamp else None) or year)
+        return Mark(line, text[:300], when, step)
+
+
+def _after(a, b) -> bool:
+    return a is not None and b is not None and a > b
+
+
+def judge(event, runs):
+    """(verdict, reason) for one error event, given every file's Run."""
+    run = runs.get(event.path)
+    if run is not None:
+        if run.end and event.line > run.end.line:
+            return SHUTDOWN, f"after the run's end ({run.end.text[:80]!r}, line {run.end.line})"
+        if run.last and run.last.line > event.line:
+            return HANDLED, f"the run went on: {_what(run)}, progress up to line {run.last.line}"
+        if run.end and run.end.line > event.line:
+            return HANDLED, f"the run reached its end after it (line {run.end.line})"
+        return FATAL, ""
+    if event.when is not None:      # a file without progress of its own (a worker log, a plog): placed by time
+        for path, other in runs.items():
+            if other.start and event.when < other.start:
+                continue           # before that run began: not its error
+            if other.end and other.end.when and other.end.when <= event.when <= other.end.when + TEARDOWN:
+                return SHUTDOWN, f"after the end of the run in {path} ({other.end.when:%H:%M:%S})"
+            latest = max((m.when for m in (other.last, other.end) if m and m.when), default=None)
+            if _after(latest, event.when):
+                return HANDLED, f"the run in {path} went on: {_what(other)} at {latest:%H:%M:%S}"
+        return FATAL, ""
+    if runs and all(r.finished for r in runs.values()):
+        return HANDLED, "no time to place it by, and every run in these logs reached its end"
+    return FATAL, ""
+
+
+def _what(run) -> str:
+    if run.step is not None:
+        return f"step {run.step.step}"
+    if run.last is None:
+        return "its end"
+    return repr(run.last.text[:80])
+
+
+def judge_all(events, runs) -> dict:
+    """id(event) -> (verdict, reason); a terminal line after an end turns that run's shutdown lines fatal."""
+    verdicts = {id(e): judge(e, runs) for e in events}
+    failed_after_end = {e.path for e in events if verdicts[id(e)][0] == SHUTDOWN and TERMINAL.search(e.text)}
+    if failed_after_end:
+        anywhere = any(p not in runs for p in failed_after_end)
+        for e in events:
+            if verdicts[id(e)][0] == SHUTDOWN and (anywhere or e.path in failed_after_end):
+                verdicts[id(e)] = (FATAL, "after the run's end, but the run then exited non-zero")
+    return verdicts
+
+
+def summary(runs) -> list:
+    """One entry per file that made progress: finished or not, the last step, the last progress mark."""
+    out = []
+    for path, run in runs.items():
+        entry = {"file": path, "finished": run.finished}
+        if run.step is not None:
+            entry["last_step"] = run.step.step
+        if run.last is not None:
+            entry["last_progress"] = run.last.as_dict(path)
+        if run.end is not None:
+            entry["end"] = run.end.as_dict(path)
+        out.append(entry)
+    return out
