@@ -16,6 +16,7 @@ Lines start with :data:`PREFIX`; ``runner`` shows them live and the rehearsal's 
 """
 
 import os
+import time
 
 from verl_ascend.core.registry import APPLIED, summarize
 
@@ -112,7 +113,7 @@ def _rank() -> str:
         return "?"
 
 
-def _validation_line(kind: str, path, before: dict) -> str:
+def _validation_line(kind: str, path, before: dict, elapsed: float = 0.0) -> str:
     from verl_ascend.patches.ckpt_validation import usage
 
     done = usage.since(before)
@@ -124,8 +125,9 @@ def _validation_line(kind: str, path, before: dict) -> str:
     entries = sum(e for _, e, _ in done.values())
     seconds = sum(s for _, _, s in done.values())
     parts = ", ".join(f"{attr} x{c}" for attr, (c, _, _) in sorted(done.items()))
+    share = f" of the {kind}'s {elapsed:.2f} s ({100 * seconds / elapsed:.2f}%)" if elapsed > 0 else ""
     return (f"ckpt_validation in actor rank {_rank()} during {kind}{where}: validated {entries} shard entries in "
-            f"{calls} call(s), {seconds:.3f} s ({parts})")
+            f"{calls} call(s), {seconds:.3f} s{share} ({parts})")
 
 
 def _reporting(kind: str):
@@ -137,10 +139,12 @@ def _reporting(kind: str):
                 before = usage.snapshot()
             except Exception:  # a report must never break the run
                 before = None
+            started = time.perf_counter()
             result = original(self, local_path, *args, **kwargs)
+            elapsed = time.perf_counter() - started
             if before is not None:
                 try:
-                    say(_validation_line(kind, local_path, before))
+                    say(_validation_line(kind, local_path, before, elapsed))
                 except Exception as exc:
                     say(f"could not count the checkpoint checks ({type(exc).__name__}: {exc})")
             return result
