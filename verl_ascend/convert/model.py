@@ -65,11 +65,14 @@ def _local_layer_spec(bridge, vp_stage=None):
     keys the ones the TE spec writes and verl reads.
     """
     import copy
+    import inspect
 
     from megatron.core.models.gpt.gpt_layer_specs import get_gpt_decoder_block_spec
 
-    bridge.has_vp_stage = False
-    spec = get_gpt_decoder_block_spec(bridge.config, use_transformer_engine=False, normalization="RMSNorm")
+    # a virtual pipeline stage (the rehearsal's VPP; the converter builds none) reaches the spec, as in mbridge's
+    bridge.has_vp_stage = "vp_stage" in inspect.signature(get_gpt_decoder_block_spec).parameters
+    extra = {"vp_stage": vp_stage} if bridge.has_vp_stage else {}
+    spec = get_gpt_decoder_block_spec(bridge.config, use_transformer_engine=False, normalization="RMSNorm", **extra)
     fixed = []
     for layer_spec in spec.layer_specs:
         keys_map = getattr(layer_spec.submodules, "sharded_state_dict_keys_map", None) or {}

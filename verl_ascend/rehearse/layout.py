@@ -252,7 +252,7 @@ def plan(cfg, nproc: int, *, real_layers: int, experts: int, fields=None, mindsp
                 value = None  # megatron's default (TP), as the recipe leaves it
             overrides.append(f"{base}.{key}={_value(value)}")
             replaced[f"{base}.{key}"] = "parallel sizes -> scaled to the CPU ranks"
-            if (kind in ("ep", "etp") and not experts) or (kind == "vpp" and (r.recipe.vpp or 1) == (r.new.vpp or 1)):
+            if (kind in ("ep", "etp") and not experts) or (kind == "vpp" and (r.recipe.vpp or 1) == 1):
                 continue
             why = f" ({CP_REASON})" if kind == "cp" and old > 1 else ""
             moved.append(f"{kind.upper()} {old}{' (= TP, megatron default)' if kind == 'etp' and r.etp_unset else ''}"
