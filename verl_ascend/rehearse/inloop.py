@@ -117,11 +117,7 @@ def _rank() -> str:
         return "?"
 
 
-<<<<<<< ours
-def _validation_line(kind: str, path, before: dict, total: float = 0.0) -> str:
-=======
 def _validation_line(kind: str, path, before: dict, elapsed: float = 0.0) -> str:
->>>>>>> theirs
     from verl_ascend.patches.ckpt_validation import usage
 
     done = usage.since(before)
@@ -133,11 +129,7 @@ def _validation_line(kind: str, path, before: dict, elapsed: float = 0.0) -> str
     entries = sum(e for _, e, _ in done.values())
     seconds = sum(s for _, _, s in done.values())
     parts = ", ".join(f"{attr} x{c}" for attr, (c, _, _) in sorted(done.items()))
-<<<<<<< ours
-    share = f", {100 * seconds / total:.1f}% of the {total:.2f} s {kind.split('_')[0]}" if total > 0 else ""
-=======
     share = f" of the {kind}'s {elapsed:.2f} s ({100 * seconds / elapsed:.2f}%)" if elapsed > 0 else ""
->>>>>>> theirs
     return (f"ckpt_validation in actor rank {_rank()} during {kind}{where}: validated {entries} shard entries in "
             f"{calls} call(s), {seconds:.3f} s{share} ({parts})")
 
@@ -153,17 +145,10 @@ def _reporting(kind: str):
                 before = None
             started = time.perf_counter()
             result = original(self, local_path, *args, **kwargs)
-<<<<<<< ours
-            total = time.perf_counter() - started  # the whole save/load, validation included
-            if before is not None:
-                try:
-                    say(_validation_line(kind, local_path, before, total))
-=======
             elapsed = time.perf_counter() - started
             if before is not None:
                 try:
                     say(_validation_line(kind, local_path, before, elapsed))
->>>>>>> theirs
                 except Exception as exc:
                     say(f"could not count the checkpoint checks ({type(exc).__name__}: {exc})")
             return result
