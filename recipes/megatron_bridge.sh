@@ -15,12 +15,12 @@ MEGATRON_BRIDGE=${MEGATRON_BRIDGE:-mbridge}
 case "$MEGATRON_BRIDGE" in
   mbridge|megatron-bridge)
     if ! command -v verl-ascend >/dev/null; then
-      echo "a2_env.sh: MEGATRON_BRIDGE=$MEGATRON_BRIDGE needs verl-ascend on PATH (pip install verl-ascend), or set MEGATRON_BRIDGE=verl-default" >&2
+      echo "megatron_bridge.sh: MEGATRON_BRIDGE=$MEGATRON_BRIDGE needs verl-ascend on PATH (pip install verl-ascend), or set MEGATRON_BRIDGE=verl-default" >&2
       exit 2
     fi
     bridge_out=$(verl-ascend bridge "$MEGATRON_BRIDGE") || exit 2
     read -r -a BRIDGE_ARGS <<< "$bridge_out" ;;
   verl-default) BRIDGE_ARGS=() ;;
-  *) echo "a2_env.sh: MEGATRON_BRIDGE=$MEGATRON_BRIDGE: use mbridge, megatron-bridge, or verl-default" >&2
+  *) echo "megatron_bridge.sh: MEGATRON_BRIDGE=$MEGATRON_BRIDGE: use mbridge, megatron-bridge, or verl-default" >&2
      exit 2 ;;
 esac

@@ -10,7 +10,7 @@ from importlib.metadata import version
 from pathlib import Path
 
 import pytest
-from subproc import clean_env, processes_naming
+from subproc import clean_env, processes_naming, run_cli
 
 ROOT = Path(__file__).resolve().parents[1]
 RECIPE = ROOT / "recipes" / "grpo_qwen2_5_7b_a2.sh"
@@ -94,3 +94,24 @@ def cpu_load():
     finally:
         os.killpg(burner.pid, signal.SIGKILL)
         burner.wait()
+
+
+def diagnosed(out: Path):
+    """`verl-ascend diagnose` on the rehearsal's own console logs (main_ppo's, as the run wrote them)."""
+    logs = sorted(str(p) for p in out.glob("console*.log") if p.suffix == ".log")
+    assert logs, sorted(p.name for p in out.iterdir())
+    return run_cli("diagnose", *logs, timeout=300)
+
+
+def assert_diagnosed_clean(out: Path):
+    """A healthy rehearsal's logs, read by diagnose: no failure (exit 0), whatever its shutdown printed."""
+    proc = diagnosed(out)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+
+
+def assert_diagnosed_as(out: Path, planted: str):
+    """A failed rehearsal's logs, read by diagnose: exit 1, the planted fault in the headline finding."""
+    proc = diagnosed(out)
+    assert proc.returncode == 1, proc.stdout[-3000:] + proc.stderr[-2000:]
+    first = proc.stdout.split("[2]")[0]  # the headline and the first finding, not a later echo
+    assert planted in first, (planted, proc.stdout[-4000:])

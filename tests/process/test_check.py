@@ -1,7 +1,10 @@
 """`verl-ascend check` as a program (the CLI in subprocesses, each imports verl: keep these few) and the
 shipped shell scripts themselves. What check judges, in-process: tests/unit/test_check_recipes.py."""
 
+import os
 import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 from subproc import FAKE_BIN, ROOT, clean_env, last_json, run_cli
@@ -74,3 +77,15 @@ def test_bridge_command_prints_what_selects_each_bridge_on_this_verl():
         assert nv.returncode == 0 and nv.stdout.split() == [f"{ARR}.actor.megatron.vanilla_mbridge=False"], nv
     else:  # verl <= 0.7: mbridge is its only bridge
         assert nv.returncode == 2 and "mbridge only" in nv.stderr and "MEGATRON_BRIDGE=mbridge" in nv.stderr, nv
+
+
+def test_the_recipes_bridge_question_is_answered_for_the_checked_verl_without_an_activated_venv(tmp_path):
+    # a user calling the venv's python by its path, the venv not on PATH: the recipe's `verl-ascend bridge`
+    # still finds the verl-ascend of the environment being checked (the sandbox puts its scripts folder on PATH)
+    env = clean_env(HOME=str(tmp_path))
+    env["PATH"] = os.pathsep.join(p for p in env.get("PATH", "").split(os.pathsep)
+                                  if not Path(p, "verl-ascend").exists())
+    proc = subprocess.run([sys.executable, "-m", "verl_ascend", "check", str(RECIPES / "grpo_qwen2_5_7b_a2.sh")],
+                          env=env, capture_output=True, text=True, timeout=240)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "needs verl-ascend on PATH" not in proc.stdout + proc.stderr

@@ -16,7 +16,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from rehearsal_helpers import SUPPORTED, VERL, assert_nothing_left, logs_tail, namespaces, needs_09, rehearse, steps
+from rehearsal_helpers import SUPPORTED, VERL, assert_diagnosed_clean, assert_nothing_left, logs_tail, namespaces, needs_09, rehearse, steps
 from subproc import clean_env, run_cli, run_python
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -199,6 +199,7 @@ def test_rehearsal_of_a_shipped_megatron_grpo_recipe_trains_saves_and_resumes_on
             re.findall(r"patches in TaskRunner.*", log)
         assert (out / "logs.png").stat().st_size > 0 and "parsed 2 step(s)" in (out / "logs_table.txt").read_text()
         assert_nothing_left(proc, out)
+        assert_diagnosed_clean(out)
         # the checkpoint the loop wrote passes `ckpt check`; one truncated model shard is named
         ok = run_cli("ckpt", "check", str(out / "checkpoints"), timeout=300)
         assert ok.returncode == 0, ok.stdout + ok.stderr

@@ -10,7 +10,18 @@ import sys
 import tempfile
 from pathlib import Path
 
-from rehearsal_helpers import DAPO_RECIPE, MAIN_PPO_TIMEOUT, RUN_TIMEOUT, SUPPORTED, assert_nothing_left, logs_tail, needs_09, steps, weights_named
+from rehearsal_helpers import (
+    DAPO_RECIPE,
+    MAIN_PPO_TIMEOUT,
+    RUN_TIMEOUT,
+    SUPPORTED,
+    assert_diagnosed_clean,
+    assert_nothing_left,
+    logs_tail,
+    needs_09,
+    steps,
+    weights_named,
+)
 from subproc import clean_env, run_cli
 
 
@@ -41,6 +52,7 @@ def test_rehearsal_of_the_shipped_dapo_recipe_without_a_verl_tree_filters_groups
             assert metrics["actor/grad_norm"] > 0, (step, metrics)
         assert sorted(p.name for p in (out / "checkpoints").glob("global_step_*")) == ["global_step_1", "global_step_2"]
         assert_nothing_left(proc, out)
+        assert_diagnosed_clean(out)
 
 
 def test_dapo_through_main_dapo_needs_a_verl_tree_that_ci_does_not_have():

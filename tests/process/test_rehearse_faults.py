@@ -11,7 +11,7 @@ import pickle
 import tempfile
 from pathlib import Path
 
-from rehearsal_helpers import assert_nothing_left, cpu_load, logs_tail, needs_09, rehearse, weights_named
+from rehearsal_helpers import assert_diagnosed_as, assert_nothing_left, cpu_load, logs_tail, needs_09, rehearse, weights_named
 
 RAISING_REWARD = '''
 def compute_score(data_source, solution_str, ground_truth, extra_info=None, **kwargs):
@@ -48,6 +48,7 @@ def test_faults_planted_in_the_megatron_path_are_named_and_leave_nothing_running
         assert "ValueError: planted reward fault" in proc.stderr, (proc.stderr[-3000:], logs_tail(out))
         assert not list((out / "checkpoints").glob("global_step_*"))
         assert_nothing_left(proc, out)
+        assert_diagnosed_as(out, "ValueError: planted reward fault")  # diagnose, on the run's own logs, agrees
         # a converted checkpoint missing one tensor (the first run's conversion, kept), given as the initial weights
         damaged = out / "model_mcore"
         assert (damaged / ".metadata").is_file(), sorted(p.name for p in out.iterdir())
@@ -61,6 +62,7 @@ def test_faults_planted_in_the_megatron_path_are_named_and_leave_nothing_running
         assert "converting the tiny model" not in proc.stdout, proc.stdout[-3000:]
         assert "initial weights: the dist checkpoint that --override names" in (out2 / "changes.txt").read_text()
         assert_nothing_left(proc, out2)
+        assert_diagnosed_as(out2, victim)
 
 
 
@@ -101,5 +103,6 @@ def test_a_data_file_missing_a_column_fails_the_rehearsal_naming_it_and_leaves_n
         assert "KeyError: 'prompt'" in proc.stderr, (proc.stderr[-3000:], logs_tail(out))
         assert not list((out / "checkpoints").glob("global_step_*"))
         assert_nothing_left(proc, out)
+        assert_diagnosed_as(out, "'prompt'")
 
 

@@ -13,7 +13,7 @@ import re
 import tempfile
 from pathlib import Path
 
-from rehearsal_helpers import assert_nothing_left, logs_tail, needs_09, rehearse, steps
+from rehearsal_helpers import assert_diagnosed_clean, assert_nothing_left, logs_tail, needs_09, rehearse, steps
 from subproc import clean_env
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -63,3 +63,4 @@ def test_an_fsdp_ppo_recipe_with_a_critic_trains_both_saves_and_resumes():
         checked = re.findall(r"^  (?:ok  |FAIL) ([^:]+):", proc.stdout, re.M)
         assert checked and not any("kl_loss" in name for name in checked), checked  # the recipe has no KL loss
         assert_nothing_left(proc, out)
+        assert_diagnosed_clean(out)

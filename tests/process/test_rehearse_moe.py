@@ -13,7 +13,7 @@ import re
 import tempfile
 from pathlib import Path
 
-from rehearsal_helpers import ROOT, assert_nothing_left, logs_tail, needs_09, rehearse, steps
+from rehearsal_helpers import ROOT, assert_diagnosed_clean, assert_nothing_left, logs_tail, needs_09, rehearse, steps
 
 RECIPE = ROOT / "recipes" / "grpo_qwen3_235b_a22b_a2.sh"
 STEPS = 2
@@ -85,3 +85,4 @@ def test_the_235b_moe_recipe_rehearses_with_expert_and_pipeline_parallel_saves_a
             assert re.search(rf"ckpt_validation in actor rank {rank} during load_checkpoint.*validated [1-9]\d* shard",
                              resume_log), rank
         assert_nothing_left(proc, out)
+        assert_diagnosed_clean(out)

@@ -19,6 +19,7 @@ timeout. On top of that:
 import dataclasses
 import os
 import subprocess
+import sysconfig
 import tempfile
 from pathlib import Path
 
@@ -171,7 +172,10 @@ def extract(script: str, env_overrides=None, timeout: float = 60.0, cwd=None) ->
         _write_bins(bins)
         env = dict(os.environ)
         env.update(env_overrides or {})
-        env.update(PATH=f"{bins}{os.pathsep}{env.get('PATH', '')}", VA_CHECK_CAPTURE=str(capture),
+        # after the recorders, this interpreter's scripts: a recipe asking `verl-ascend bridge` (recipes/
+        # megatron_bridge.sh) gets the answer for the verl being checked, also when that venv is not activated
+        scripts = sysconfig.get_path("scripts")
+        env.update(PATH=f"{bins}{os.pathsep}{scripts}{os.pathsep}{env.get('PATH', '')}", VA_CHECK_CAPTURE=str(capture),
                    BASH_ENV=str(bins / "prelude.sh"), HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
         argv = sandbox.command(script_path, cwd, [script_path.parent], capture, [bins], scratch)
         proc = subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
