@@ -106,7 +106,7 @@ PATCHES = (
     Patch(name="rehearse_mcore_spec", targets=("mbridge.core.llm_bridge", "mbridge.core.bridge"),
           applies=_gate(lambda m: _has("LLMBridge._get_transformer_layer_spec")(m) if m.__name__.endswith("llm_bridge")
                         else _has("Bridge._weight_name_mapping_mcore_to_hf",
-                                  "Bridge._weight_name_mapping_mcore_local_to_global")(m)),
+                                  "Bridge._weight_name_mapping_mcore_local_to_global", "Bridge.load_weights")(m)),
           apply=_spec_apply, doc=__doc__, summary="rehearsal only: megatron's local layer spec instead of TE"),
     Patch(name="rehearse_mcore_attention", targets=("megatron.core.transformer.dot_product_attention",),
           applies=_gate(_has("DotProductAttention.forward")), apply=fixes.causal_padding_mask, doc=__doc__,

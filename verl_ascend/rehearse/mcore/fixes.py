@@ -88,10 +88,47 @@ def local_norm_names(bridge) -> str:
 
     wrap(bridge.Bridge, "_weight_name_mapping_mcore_to_hf", "rehearse_mcore_spec", make)
     wrap(bridge.Bridge, "_weight_name_mapping_mcore_local_to_global", "rehearse_mcore_spec", _expert_names)
+    wrap(bridge.Bridge, "load_weights", "rehearse_mcore_spec", _load_with_expert_names)
     return "Bridge maps the local spec's norm names through TE's, and SequentialMLP's expert names through TEGroupedMLP's"
 
 
 _SEQUENTIAL_EXPERT = re.compile(r"\.mlp\.experts\.local_experts\.(\d+)\.(linear_fc[12])\.weight$")
+
+
+class _ExpertNamedModel:
+    """A model chunk whose ``state_dict()`` names SequentialMLP's experts as TEGroupedMLP does (same tensors);
+    every other attribute is the chunk's."""
+
+    def __init__(self, model):
+        self._model = model
+
+    def __getattr__(self, name):
+        return getattr(self._model, name)
+
+    def state_dict(self, *args, **kwargs):
+        out = {}
+        for name, tensor in self._model.state_dict(*args, **kwargs).items():
+            match = _SEQUENTIAL_EXPERT.search(name)
+            out[f"{name[:match.start()]}.mlp.experts.{match.group(2)}.weight{match.group(1)}" if match else name] = tensor
+        return out
+
+
+def _load_with_expert_names(original):
+    """mbridge's HF ``load_weights`` tells experts by TEGroupedMLP's names: SequentialMLP's experts were read on
+    TP rank 0 only and scattered over TP as if TP-split (a TP2 EP2 MoE rehearsal loading HF weights:
+    ``ProcessGroupGloo::scatter: invalid tensor size ... expected (64, 64), got (32, 64)``), though each EP rank
+    holds other experts, whole (ETP1). Handed chunks whose state dict names the same tensors TEGroupedMLP's way,
+    it reads each rank's own experts over the expert-TP group, as it does for TE's spec."""
+
+    def load_weights(self, models, *args, **kwargs):
+        has_sequential = any(_SEQUENTIAL_EXPERT.search(name) for model in models for name in model.state_dict())
+        if not has_sequential:
+            return original(self, models, *args, **kwargs)
+        from mbridge.core.util import unwrap_model
+
+        return original(self, [_ExpertNamedModel(unwrap_model(model)) for model in models], *args, **kwargs)
+
+    return load_weights
 
 
 def _expert_names(original):
