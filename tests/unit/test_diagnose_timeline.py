@@ -5,6 +5,7 @@ README there), each ending in a teardown traceback after `Training Progress: 100
 are those logs cut or extended in the test, so the surrounding output is a real run's.
 """
 
+import json
 from pathlib import Path
 
 import pytest
@@ -149,8 +150,25 @@ def test_marks_found_and_not_confused():
     assert run.finished and run.end.line == 4
     reader.block("a.log", b"(TaskRunner pid=2) step:5 - a:1\n", 4, 2026)  # a second run appended to the file
     assert not run.finished and run.step.step == 5
+    # neither a metric named global_step nor the bar below 100% (tqdm redraws it when the loop dies) is progress
     reader.block("b.log", b"only global_step:3 - a:1 and Training Progress:   0%|\n", 0, 2026)
-    assert reader.runs["b.log"].step is None and reader.runs["b.log"].last.line == 1
+    assert "b.log" not in reader.runs or (reader.runs["b.log"].step is None and reader.runs["b.log"].last is None)
+
+
+def test_an_error_before_the_bar_redrawn_by_the_dying_loop_is_the_failure(tmp_path):
+    """The shape of a rehearsal whose reward function raised: the reward worker's traceback, then verl's tqdm bar
+    drawn once more as the exception leaves the training loop, then Ray's wrapper in the driver. The bar is no
+    progress: the planted error is the headline, not Ray's wrapper after it."""
+    log = tmp_path / "console.log"
+    log.write_text("(TaskRunnerV1 pid=193) Training Progress:   0%|          | 0/1 [00:00<?, ?it/s]\n"
+                   "(RewardLoopWorker pid=401) Traceback (most recent call last):\n"
+                   '(RewardLoopWorker pid=401)   File "/tmp/raising_reward.py", line 2, in compute_score\n'
+                   "(RewardLoopWorker pid=401) ValueError: planted reward fault\n"
+                   "(TaskRunnerV1 pid=193) Training Progress:   0%|          | 0/1 [00:12<?, ?it/s]\n"
+                   "ray.exceptions.RayTaskError(RuntimeError): ray::TaskRunnerV1.run() (pid=193, ip=192.0.2.2)\n")
+    result = diagnose(log)
+    assert result["exit_code"] == 1, result
+    assert "planted reward fault" in json.dumps(result["first_failure"]), result["first_failure"]
 
 
 def test_a_subprocess_exit_0_mid_run_is_not_the_end(tmp_path):

@@ -28,7 +28,10 @@ from . import context
 FATAL, HANDLED, SHUTDOWN = "fatal", "handled", "shutdown"
 _STEP = re.compile(rb"step:(\d+) - ")
 _STEP_BEFORE = b" \t)]\n"          # what may precede verl's "step:N - " (not "global_step:N - ")
-PROGRESS = (b"Saving checkpoint to", b"Checkpoint save completed", b"validation metrics", b"Training Progress:")
+# Not the trainer's tqdm bar below 100%: tqdm draws it again when an exception leaves the loop (verl's
+# "Training Progress:   0%|  | 0/1" printed after a reward function raised, measured in a rehearsal's log),
+# so a bar line after an error is no sign that the run went on
+PROGRESS = (b"Saving checkpoint to", b"Checkpoint save completed", b"validation metrics")
 # a mark that says the run reached its end; searched in the line that holds a PROGRESS / END literal
 END = (b"Training Progress: 100%", b"Final validation metrics", b"' succeeded")
 _END = re.compile(rb"Training Progress: 100%|Final validation metrics|Job '[^']+' succeeded")
