@@ -79,13 +79,12 @@ def die_with_parent(parent: int):
     return preexec
 
 
-def marked(mark: str, exclude=()) -> list:
+def marked(mark: str) -> list:
     """Pids of every process this user can read whose environment carries ``MARK=mark`` (any namespace)."""
     wanted = f"{MARK}={mark}".encode()
-    skip = {os.getpid(), *exclude}
     found = []
     for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit() or int(entry.name) in skip:
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
             continue
         try:
             environ = (entry / "environ").read_bytes()
@@ -96,7 +95,7 @@ def marked(mark: str, exclude=()) -> list:
     return found
 
 
-def end_marked(mark: str, grace: float = 5.0, patience: float = 60.0, exclude=()) -> list:
+def end_marked(mark: str, grace: float = 5.0, patience: float = 60.0) -> list:
     """SIGTERM, then SIGKILL, every process with the mark, until none is left or ``patience`` runs out.
 
     New processes can appear while it works (a Ray raylet restarting a worker): each round scans again.
@@ -104,7 +103,7 @@ def end_marked(mark: str, grace: float = 5.0, patience: float = 60.0, exclude=()
     deadline = time.monotonic() + patience
     term_sent = set()
     while True:
-        alive = marked(mark, exclude)
+        alive = marked(mark)
         if not alive or time.monotonic() > deadline:
             return alive
         for pid in alive:
@@ -115,7 +114,7 @@ def end_marked(mark: str, grace: float = 5.0, patience: float = 60.0, exclude=()
                 pass
             term_sent.add(pid)
         waited = time.monotonic() + grace
-        while time.monotonic() < waited and marked(mark, exclude):
+        while time.monotonic() < waited and marked(mark):
             time.sleep(0.2)
 
 

@@ -161,17 +161,7 @@ def processes_in(namespace: str, mark: str) -> list:
     number to the next namespace made (another rehearsal, a ``check`` sandbox), so a process found under the
     number must also carry ``MARK=mark`` in its environment (Ray's workers inherit main_ppo's) to be ours.
     """
-    wanted = f"{MARK}={mark}".encode()
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit() and pid_namespace(int(entry.name)) == namespace:
-            try:
-                environ = (entry / "environ").read_bytes().split(b"\0")
-            except OSError:
-                continue
-            if wanted in environ:
-                found.append(int(entry.name))
-    return found
+    return [pid for pid in reaper.marked(mark) if pid_namespace(pid) == namespace]
 
 
 def end_all(proc, mark: str, grace: float = 10.0, namespaced: bool = False) -> list:

@@ -24,7 +24,7 @@ import dataclasses
 import re
 from pathlib import Path
 
-from verl_ascend.logs.parse import Parsed, parse_lines
+from verl_ascend.logs.parse import parse_files
 
 # Measured on this project's rehearsals (docs/rehearse.md): ~1e-5 on Megatron, ~1e-4 on FSDP2 (float32 on
 # CPU, the same weights in two code paths). A rollout serving the weights from before an update at the
@@ -44,21 +44,13 @@ class Check:
         return f"  {'ok  ' if self.ok else 'FAIL'} {self.name}: {self.figure}"
 
 
-def _parse(path: Path) -> Parsed:
-    parsed = Parsed(files=[str(path)])
-    with open(path, encoding="utf-8", errors="replace") as fh:
-        parse_lines(fh, str(path), parsed)
-    parsed.steps = dict(sorted(parsed.steps.items()))
-    return parsed
-
-
 def _fmt(value) -> str:
     return "none" if value is None else f"{value:.3g}"
 
 
 def judge(train_log: Path, resume_log: Path, steps: int, kl_loss: bool) -> list:
     """The checks, in the order the summary prints them."""
-    train, resumed = _parse(train_log), _parse(resume_log)
+    train, resumed = parse_files([str(train_log)]), parse_files([str(resume_log)])  # each run on its own
     text = Path(resume_log).read_text(errors="replace")
     checks = []
 
