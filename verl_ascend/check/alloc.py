@@ -15,7 +15,8 @@ VAR = "PYTORCH_NPU_ALLOC_CONF"
 RUNTIME_ENV = f"ray_kwargs.ray_init.runtime_env.env_vars.{VAR}"
 SLEEP = f"{ARR}.rollout.enable_sleep_mode"
 FREE = f"{ARR}.rollout.free_cache_engine"
-SOURCES = ("https://github.com/vllm-project/vllm-ascend/pull/9242", "https://github.com/vllm-project/vllm-ascend/pull/5855")
+SOURCES = ("https://github.com/vllm-project/vllm-ascend/pull/9242", "https://github.com/vllm-project/vllm-ascend/pull/5855",
+           "https://github.com/verl-project/verl/pull/6346")
 
 
 def expandable(conf) -> bool:
@@ -44,11 +45,16 @@ def findings(ctx) -> list:
     if not where or not on:
         return []
     named, conf = where[0]
-    return [finding("alloc", ERROR, (named, key),
-                    f"{named}={conf} with vLLM sleep mode on ({key}, verl's default for a colocated rollout): "
-                    "vllm-ascend's sleep-mode memory pool asserts 'Expandable segments are not compatible with memory "
-                    "pool' when the rollout engine starts (vllm-ascend PR 9242, which would allow both, is not merged)",
-                    f"drop expandable_segments:True from {VAR} (or set expandable_segments:False) where the rollout "
-                    "runs; against fragmentation there lower actor_rollout_ref.rollout.gpu_memory_utilization or the "
-                    f"micro batch sizes. Keep expandable segments only with sleep mode off ({key}=False), which "
-                    "leaves the rollout's weights and KV cache in HBM during training (see the hbm rule)")]
+    found = [finding("alloc", ERROR, (named, key),
+                     f"{named}={conf} with vLLM sleep mode on ({key}, verl's default for a colocated rollout): "
+                     "vllm-ascend's sleep-mode memory pool asserts 'Expandable segments are not compatible with memory "
+                     "pool' when the rollout engine starts (vllm-ascend PR 9242, which would allow both, is not merged)",
+                     f"drop expandable_segments:True from {VAR} (or set expandable_segments:False) where the rollout "
+                     "runs; against fragmentation there lower actor_rollout_ref.rollout.gpu_memory_utilization or the "
+                     f"micro batch sizes. Keep expandable segments only with sleep mode off ({key}=False), which "
+                     "leaves the rollout's weights and KV cache in HBM during training (see the hbm rule). The "
+                     "alternative that keeps both: verl >= 0.8 with torch_npu >= 2.9 turns expandable segments on in "
+                     "the training workers by itself and off around the rollout's wake-up (verl PR 6346), so the "
+                     "variable is not needed for training there")]
+    found[0].sources = SOURCES
+    return found

@@ -74,7 +74,11 @@ class Report:
         return text(self)
 
 
-def _refuse_bad_input(script, sets, verl_src) -> None:
+def _refuse_bad_input(script, sets, verl_src, cann="") -> None:
+    from .roce import parse
+
+    if cann and not parse(cann):
+        raise BadCheckInput(f"--cann {cann!r} is not a CANN version; pass the cluster's, e.g. --cann 8.5.0 or --cann 8.0.RC3")
     if not os.path.isfile(script):
         raise BadCheckInput(f"{script}: no such file; pass the path of a recipe script")
     if verl_src and not os.path.isdir(verl_src):
@@ -135,19 +139,19 @@ def _offline():
                 os.environ[k] = v
 
 
-def check(script: str, sets=(), verl_src=None, device: str = profiles.DEFAULT) -> Report:
+def check(script: str, sets=(), verl_src=None, device: str = profiles.DEFAULT, cann: str = "") -> Report:
     """The report on one recipe; bad input raises :class:`BadCheckInput`, no sandbox on this host `sandbox.Unavailable`."""
-    _refuse_bad_input(script, sets, verl_src)
+    _refuse_bad_input(script, sets, verl_src, cann)
     with _offline():
-        return _run_check(script, sets, verl_src, device)  # no sandbox here: sandbox.Unavailable, a BadInput
+        return _run_check(script, sets, verl_src, device, cann)  # no sandbox here: sandbox.Unavailable, a BadInput
 
 
-def run_check(script: str, sets=(), verl_src=None, device: str = profiles.DEFAULT) -> dict:
+def run_check(script: str, sets=(), verl_src=None, device: str = profiles.DEFAULT, cann: str = "") -> dict:
     """The report as the JSON-ready dict ``check --json`` prints (for programs calling check)."""
-    return check(script, sets, verl_src, device).as_dict()
+    return check(script, sets, verl_src, device, cann).as_dict()
 
 
-def _run_check(script, sets, verl_src, device) -> Report:
+def _run_check(script, sets, verl_src, device, cann="") -> Report:
     profile = profiles.get(device)
     report = Report(recipe=script, device={"profile": profile.name, "title": profile.title, "per": profile.rank_word,
                                            "rank_gb": profile.rank_gb})
@@ -172,14 +176,14 @@ def _run_check(script, sets, verl_src, device) -> Report:
     if cfg is None:
         return _finish(report, findings)
     try:
-        return _judge(report, cfg, launch, profile, findings, version, has_auto, patch_active)
+        return _judge(report, cfg, launch, profile, findings, version, has_auto, patch_active, cann)
     except BadValue as exc:  # a size the rules need is not a number: the recipe's error, stated as one
         bad = finding("config", ERROR, (exc.key,), f"{exc}: the parallel, batch and memory rules need it",
                       f"set {exc.key} to {exc.kind}, or drop the override to keep verl's default")
         return _finish(report, findings + [bad])
 
 
-def _judge(report, cfg, launch, profile, findings, version, has_auto, patch_active) -> Report:
+def _judge(report, cfg, launch, profile, findings, version, has_auto, patch_active, cann="") -> Report:
     loop, loop_findings = trainer_path.findings(cfg, version)
     report.trainer = loop
     findings += [trainer_path.describe(loop)] + loop_findings
@@ -206,7 +210,7 @@ def _judge(report, cfg, launch, profile, findings, version, has_auto, patch_acti
     report.layout = _layout_summary(cfg, use_ref, engine)
     ctx = rules.Context(cfg, facts, use_ref, has_auto_set_device=has_auto, device_patch_active=patch_active,
                         verl_raises_batched_tokens=verl_checks.raises_batched_tokens(), profile=profile,
-                        launch_env=launch.env, engine_workers=engine)
+                        launch_env=launch.env, engine_workers=engine, cann=cann)
     ours = rules.run(ctx, needs_config=True)
     # verl's assertions overlap ours (world size, batch divisibility); when ours already explain an
     # error, verl's text is kept in the report but not counted as a separate finding.

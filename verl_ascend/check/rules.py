@@ -14,7 +14,7 @@ from verl_ascend.core.profiles import DEFAULT, PROFILES, Profile
 from verl_ascend.recipe.layout import ARR, get, get_int, rollout_layout, train_layout, world_size
 from verl_ascend.recipe.model_facts import ModelFacts
 
-from . import alloc, bridge, hbm  # rules of their own modules (none imports this one)
+from . import alloc, bridge, hbm, roce  # rules of their own modules (none imports this one)
 
 NODE = ("trainer.nnodes", "trainer.n_gpus_per_node")
 
@@ -30,6 +30,7 @@ class Context:
     profile: Profile = PROFILES[DEFAULT]
     launch_env: dict = dataclasses.field(default_factory=dict)
     engine_workers: bool = False  # verl's engine workers run (trainer_path.engine_workers): SP from fsdp_config
+    cann: str = ""  # the cluster's CANN version from check --cann ("" = not given)
 
     @property
     def world(self) -> int:
@@ -345,9 +346,6 @@ def env(ctx: Context) -> list:
         out.append(finding("env", WARNING, ("HCCL_INTER_HCCS_DISABLE",),
                            "HCCL_INTER_HCCS_DISABLE=TRUE: servers of one A3 SuperPoD talk over RoCE instead of HCCS",
                            "unset it (default FALSE) unless HCCS is known to be broken"))
-    if profile.superpod and "HCCL_INTRA_ROCE_ENABLE" in launch_env:
-        out.append(finding("env", INFO, ("HCCL_INTRA_ROCE_ENABLE",),
-                           "HCCL_INTRA_ROCE_ENABLE has no effect for verl on A3 (CANN: only with LLM-DataDist)"))
     return out
 
 
@@ -393,6 +391,7 @@ ALL = (
     Rule("hbm", hbm.estimate, "HBM per rank of the device profile, training and rollout phase"),
     Rule("bridge", bridge.findings, "the HF-Megatron bridge the workers import, installed here or not"),
     Rule("alloc", alloc.findings, "PYTORCH_NPU_ALLOC_CONF=expandable_segments:True with vLLM sleep mode on"),
+    Rule("roce", roce.findings, "HCCL_INTRA_ROCE_ENABLE per CANN version and rollout.checkpoint_engine.backend"),
     Rule("env", env, "the HCCL/Gloo variables the script exports", needs_config=False),
 )
 

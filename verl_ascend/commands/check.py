@@ -27,12 +27,15 @@ def register(sub) -> None:
     p.add_argument("--device", choices=sorted(PROFILES), default=DEFAULT,
                    help="what one rank runs on: " + "; ".join(f"{k} = {v.title}" for k, v in PROFILES.items())
                    + f" (default {DEFAULT}); memory figures are per card, or per die on a3")
+    p.add_argument("--cann", metavar="VERSION", default="",
+                   help="the cluster's CANN version, e.g. 8.5.0 (rules that depend on it, such as roce, otherwise "
+                   "read it from the toolkit the script's environment points at, or say when they apply)")
     p.set_defaults(func=run)
 
 
 def run(args) -> int:
     from verl_ascend.check.report import check
 
-    report = check(args.recipe, args.sets, args.verl_src, device=args.device)  # BadInput: cli.main, exit 2
+    report = check(args.recipe, args.sets, args.verl_src, device=args.device, cann=args.cann)  # BadInput: cli.main, exit 2
     print(report.to_json() if args.json else report.text())
     return report.exit_code
