@@ -62,8 +62,11 @@ class Patch:
     targets only gate the steps). Both are looked up on the record at call time, so tests may
     replace them. ``live(target)``, optional, is asked whenever the status is read for an applied
     target: None while what the patch installed is still what callers get, else a note saying
-    what is there instead (the row then reads ``overridden``). ``revert()``, optional, undoes what
-    the patch changed in this process (``registry.revert(name)``, for tests).
+    what is there instead (the row then reads ``overridden``). ``inactive(target)``, optional, is asked
+    the same way: None, or why the call the patch wrapped there is never made on the trainer path this
+    verl runs by default (feature-detected; the row stays ``applied`` and carries ``inactive``, and when
+    every applied row does, so does the headline). ``revert()``, optional, undoes what the patch changed
+    in this process (``registry.revert(name)``, for tests).
     """
 
     name: str
@@ -73,6 +76,7 @@ class Patch:
     doc: str = ""
     summary: str = ""
     live: Optional[Callable] = None
+    inactive: Optional[Callable] = None
     steps: tuple = ()
     revert: Optional[Callable] = None
 
@@ -235,7 +239,11 @@ class Registry:
         deciding = [row for row in rows if row["state"] != WATCHING]
         state = next((s for s in _HEADLINE if any(row["state"] == s for row in deciding)), PENDING)
         detail = next((row["detail"] for row in deciding if row["state"] == state), "")
-        return {"name": name, "state": state, "detail": detail, "summary": patch.summary, "targets": rows}
+        summary = {"name": name, "state": state, "detail": detail, "summary": patch.summary, "targets": rows}
+        applied = [row for row in rows if row["state"] == APPLIED]
+        if state == APPLIED and applied and all(row.get("inactive") for row in applied):
+            summary["inactive"] = "; ".join(dict.fromkeys(row["inactive"] for row in applied))
+        return summary
 
     def _row(self, patch: Patch, target: str, outcome: Optional[Outcome], step: Optional[Step] = None) -> dict:
         if outcome is None:
@@ -244,6 +252,8 @@ class Registry:
         row = {"target": target, "state": outcome.state, "detail": outcome.detail}
         if outcome.state == APPLIED and patch.live is not None:
             _live_check(patch, row)
+        if row["state"] == APPLIED and patch.inactive is not None:
+            _inactive_check(patch, row)
         return row
 
     def snapshot(self) -> list:
@@ -263,6 +273,16 @@ def _live_check(patch: Patch, row: dict) -> None:
     if note:
         row["state"] = OVERRIDDEN
         row["detail"] = f"{row['detail']}; now {note}" if row["detail"] else f"now {note}"
+
+
+def _inactive_check(patch: Patch, row: dict) -> None:
+    try:
+        why = patch.inactive(row["target"])
+    except Exception as exc:  # a status read must not raise
+        why = None
+        row["detail"] += f"; could not tell whether it is on the trainer path ({type(exc).__name__}: {exc})"
+    if why:
+        row["inactive"] = why
 
 
 # The process's registry, behind the functions the rest of the package calls.

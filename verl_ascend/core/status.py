@@ -8,6 +8,10 @@ from verl_ascend.core import activation, platform, registry, settings, support
 from verl_ascend.core.findings import ERROR, WARNING, BadInput, Finding, exit_code, to_json
 
 
+# an applied patch whose wrapped call the trainer path this verl runs by default never makes (Patch.inactive)
+INACTIVE = "inactive on this path"
+
+
 class UnknownPatch(BadInput):
     pass
 
@@ -133,7 +137,9 @@ def render(report: dict) -> str:
         lines.append(f"  {patch['name']:<{width}}  {_headline(patch)}")
         for row in patch["targets"]:
             where = row["target"] or "-"
-            lines.append(f"  {'':<{width}}    {where}: {row['state']}" + (f" ({row['detail']})" if row["detail"] else ""))
+            state = f"{row['state']}, {INACTIVE}" if row.get("inactive") else row["state"]
+            detail = "; ".join(x for x in (row["detail"], row.get("inactive")) if x)
+            lines.append(f"  {'':<{width}}    {where}: {state}" + (f" ({detail})" if detail else ""))
     for target, error in report["target_import_errors"].items():
         lines.append(f"  could not import {target}: {error}")
     set_here = [row for row in report["settings"] if row["raw"] is not None]
@@ -146,6 +152,8 @@ def render(report: dict) -> str:
 def _headline(patch: dict) -> str:
     """The state with the reason of the row that decided it, when there are several rows to pick from
     (a single row repeats it below; an applied patch's rows say what it changed)."""
+    if patch.get("inactive"):  # the rows below say why: the wrapped call is not on verl's default path
+        return f"{patch['state']}, {INACTIVE}"
     several = len(patch.get("targets") or ()) > 1
     reason = patch.get("detail") if several and patch["state"] != registry.APPLIED else ""
     return f"{patch['state']} ({reason})" if reason else patch["state"]

@@ -350,7 +350,55 @@ def _apply(module):
     return f"worker-group generate_sequences dispatches tiled, the rollout.mode=sync (spmd) path ({reason})"
 
 
+V1_PACKAGE = "verl.trainer.ppo.v1"
+
+
+def v1_dispatching_manager() -> str:
+    """The class of this verl's v1 (TransferQueue) loop that subclasses ``AgentLoopManager`` and defines its
+    own ``generate_sequences`` ('' when there is none): read from the source, since importing the v1 loop
+    needs the TransferQueue package."""
+    import ast
+    import importlib.util
+    from pathlib import Path
+
+    try:
+        spec = importlib.util.find_spec(V1_PACKAGE)
+    except (ImportError, ValueError):
+        return ""
+    if spec is None or not spec.submodule_search_locations:
+        return ""
+    for path in sorted(Path(list(spec.submodule_search_locations)[0]).glob("*.py")):
+        try:
+            tree = ast.parse(path.read_text(encoding="utf-8"))
+        except (OSError, SyntaxError, ValueError):
+            continue
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.ClassDef):
+                continue
+            bases = {getattr(b, "id", None) or getattr(b, "attr", None) for b in node.bases}
+            own = {f.name for f in node.body if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))}
+            if "AgentLoopManager" in bases and "generate_sequences" in own:
+                return f"{node.name} ({V1_PACKAGE}.{path.stem})"
+    return ""
+
+
+def _inactive(target: str):
+    """Why the call wrapped at ``target`` is never made on the trainer path this verl runs by default, or None."""
+    if target == WORKER_GROUP and not spmd_trainer_path():
+        return ("this verl's RayPPOTrainer never generates through the worker group (no rollout.mode=sync "
+                "spmd path), so the wrapped worker-group generate_sequences is not called")
+    if target == AGENT_LOOP:
+        from verl_ascend.core import verl_install
+
+        manager = v1_dispatching_manager() if verl_install.v1_default() else ""
+        if manager:
+            return (f"this verl runs the v1 TransferQueue trainer by default (trainer.use_v1=True), whose "
+                    f"{manager} defines its own generate_sequences: the AgentLoopManager.generate_sequences wrapped "
+                    "here is not called; it acts with trainer.use_v1=False")
+    return None
+
+
 PATCH = Patch(
-    name=NAME, targets=(AGENT_LOOP, WORKER_GROUP), applies=_applies, apply=_apply, doc=__doc__,
+    name=NAME, targets=(AGENT_LOOP, WORKER_GROUP), applies=_applies, apply=_apply, doc=__doc__, inactive=_inactive,
     revert=lambda: revert(sys.modules.get(AGENT_LOOP), sys.modules.get(WORKER_GROUP)),
 )
