@@ -18,8 +18,12 @@ How, in two steps, both standard Linux tools:
    private views, an empty ``/run``, a fresh ``/proc`` and ``/dev``, only the loopback network.
    No process outside can be seen or signalled; when the sandbox's first process dies, the kernel
    ends every process inside (a timeout kills the whole tree, ``sleep`` children included).
+   Where no ``bwrap`` is on PATH (a fresh machine after ``pip install verl-ascend`` alone, a login
+   node without root), :mod:`.nsjail` makes the same namespaces and mounts with the kernel's calls
+   (unshare(2), mount(2), prctl(2), capset(2)), from the standard library; docs/check.md says why this
+   and not a bwrap binary shipped in a wheel.
 
-Where either tool is missing or the kernel forbids user namespaces, :class:`Unavailable` is raised
+Where ``unshare`` is missing or the kernel forbids user namespaces, :class:`Unavailable` is raised
 with the fix; ``check`` then refuses (exit 2) rather than run the script unprotected.
 """
 
@@ -59,10 +63,11 @@ exec "$@"
 _STARTED = ': > "$VA_CHECK_CAPTURE/started" && exec bash "$0"'
 STARTED = "started"
 
-FIX = ("install bubblewrap (Debian/Ubuntu: apt install bubblewrap; RHEL/openEuler: yum install bubblewrap) and "
-       "allow unprivileged user namespaces (sysctl user.max_user_namespaces > 0; Ubuntu 24.04+: "
-       "kernel.apparmor_restrict_unprivileged_userns=0 or an AppArmor profile for bwrap), or run check on "
-       "a machine that has both, e.g. a laptop or a CI runner")
+FIX = ("allow unprivileged user namespaces (sysctl user.max_user_namespaces > 0; Ubuntu 24.04+: "
+       "kernel.apparmor_restrict_unprivileged_userns=0 or an AppArmor profile for bwrap) and keep util-linux's "
+       "unshare on PATH; a bubblewrap on PATH is used when present (a broken one is not bypassed: fix or remove it; "
+       "Debian/Ubuntu: apt install bubblewrap, RHEL/openEuler: yum install bubblewrap), without one check makes the "
+       "same namespaces itself; or run check on a machine that allows them, e.g. a laptop or a CI runner")
 
 
 class Unavailable(BadInput, RuntimeError):
@@ -71,13 +76,34 @@ class Unavailable(BadInput, RuntimeError):
 
 
 def tools() -> tuple:
-    """(unshare, bwrap) paths, or raise Unavailable naming what is missing."""
+    """(unshare, bwrap) paths, bwrap None where none is on PATH (then :mod:`.nsjail` makes the same
+    namespaces); raise Unavailable when ``unshare`` is missing."""
     unshare, bwrap = shutil.which("unshare"), shutil.which("bwrap")
-    missing = [name for name, path in (("unshare (util-linux)", unshare), ("bwrap (bubblewrap)", bwrap)) if not path]
-    if missing:
-        raise Unavailable(f"cannot sandbox the recipe: {' and '.join(missing)} not found on PATH; "
+    if not unshare:
+        raise Unavailable("cannot sandbox the recipe: unshare (util-linux) not found on PATH; "
                           f"check never runs a recipe unprotected. Fix: {FIX}")
     return unshare, bwrap
+
+
+def _bwrap_args(bwrap, views, scratch, readonly, capture, cwd) -> list:
+    args = [bwrap, "--die-with-parent", "--new-session", "--unshare-all", "--cap-drop", "ALL",
+            "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/run"]
+    for i, (d, _) in enumerate(views, 1):
+        args += ["--bind", f"{scratch}/m{i}", d]
+    for d in readonly:
+        args += ["--ro-bind", str(d), str(d)]
+    return args + ["--bind", str(capture), str(capture), "--chdir", str(cwd), "--"]
+
+
+def _nsjail_args(views, scratch, readonly, capture, cwd) -> list:
+    """The same sandbox without bwrap: :mod:`.nsjail` run as a file by this interpreter, isolated (-I) and
+    without site-packages (-S): it needs the standard library only."""
+    import json
+    import sys
+
+    spec = {"views": [(f"{scratch}/m{i}", d) for i, (d, _) in enumerate(views, 1)],
+            "read_only": [str(d) for d in readonly], "read_write": [str(capture)], "chdir": str(cwd)}
+    return [sys.executable, "-I", "-S", str(Path(__file__).with_name("nsjail.py")), json.dumps(spec), "--"]
 
 
 def _views(cwd: Path, extra: list) -> list:
@@ -106,14 +132,9 @@ def command(script: Path, cwd: Path, extra: list, capture: Path, readonly: list,
     """
     unshare, bwrap = tools()
     views = _views(cwd, extra)
-    args = [bwrap, "--die-with-parent", "--new-session", "--unshare-all", "--cap-drop", "ALL",
-            "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/run"]
-    for i, (d, _) in enumerate(views, 1):
-        args += ["--bind", f"{scratch}/m{i}", d]
-    for d in readonly:
-        args += ["--ro-bind", str(d), str(d)]
-    args += ["--bind", str(capture), str(capture), "--chdir", str(cwd), "--",
-             "bash", "-c", _STARTED, str(script)]
+    args = (_bwrap_args(bwrap, views, scratch, readonly, capture, cwd) if bwrap
+            else _nsjail_args(views, scratch, readonly, capture, cwd))
+    args += ["bash", "-c", _STARTED, str(script)]
     # real root needs no user namespace to mount (and old kernels allow overlays only to it)
     userns = [] if os.geteuid() == 0 else ["--user", "--map-root-user"]
     pairs = [x for view in views for x in view]
