@@ -46,8 +46,9 @@ export PIP_DISABLE_PIP_VERSION_CHECK=1
 quiet_pip() {  # pip, minus this machine's noise about absent local index folders
   "$@" 2> >(grep -v "^WARNING: Location 'file:" >&2)
 }
-# System tools the tests need: `verl-ascend check` runs recipes only inside bubblewrap (+ util-linux
-# unshare); `ckpt sync`'s tests run real sshd nodes (openssh-server) and copy with rsync.
+# System tools the tests need: `verl-ascend check` sandboxes recipes with util-linux unshare and bubblewrap
+# when it is on PATH, else by itself (its tests run both ways, so bubblewrap is installed here);
+# `ckpt sync`'s tests run real sshd nodes (openssh-server) and copy with rsync.
 missing=()
 command -v bwrap >/dev/null || missing+=(bubblewrap)
 { command -v sshd >/dev/null || [ -x /usr/sbin/sshd ]; } || missing+=(openssh-server)

@@ -63,6 +63,24 @@ def _bin_dir(names: tuple) -> str:
     return str(folder)
 
 
+def path_without(*names, path=None) -> str:
+    """A PATH with every command of ``path`` (default: this process's PATH) but ``names``: one directory of
+    links, the first of each name winning as it does on PATH. How a test runs on a host without a tool
+    (``bwrap``) that this machine has; the links live until the test process exits."""
+    folder = Path(tempfile.mkdtemp(prefix="path-", dir=_SCRATCH))
+    for d in (path if path is not None else os.environ.get("PATH", "")).split(os.pathsep):
+        try:
+            entries = sorted(os.scandir(d or "."), key=lambda e: e.name)
+        except OSError:
+            continue
+        for entry in entries:
+            link = folder / entry.name
+            if entry.name in names or link.is_symlink() or not os.access(entry.path, os.X_OK) or entry.is_dir():
+                continue
+            link.symlink_to(os.path.abspath(entry.path))
+    return str(folder)
+
+
 def run_python(code: str, env=None, timeout=300, check=True, args=()) -> subprocess.CompletedProcess:
     with tempfile.TemporaryDirectory(prefix="va-cwd-") as cwd:  # keep the source tree off sys.path
         proc = subprocess.run(

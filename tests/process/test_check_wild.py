@@ -12,7 +12,7 @@ import uuid
 from pathlib import Path
 
 import pytest
-from subproc import FAKE_BIN, ROOT, clean_env, run_cli
+from subproc import FAKE_BIN, ROOT, clean_env, path_without, run_cli
 
 WILD = ROOT / "tests" / "fixtures" / "wild_recipes"
 
@@ -39,7 +39,23 @@ def _snapshot(folder: Path) -> dict:
     return {str(p.relative_to(folder)): (p.read_bytes() if p.is_file() else None) for p in sorted(folder.rglob("*"))}
 
 
-def test_hostile_launcher_changes_nothing_on_the_host(home, tmp_path, monkeypatch):
+@pytest.fixture(params=["bwrap", "kernel"])
+def sandbox_tool(request, monkeypatch):
+    """The two ways check makes its sandbox: bubblewrap found on PATH, and, with no bwrap on PATH (a fresh
+    machine after a pip install alone), the namespaces made by verl_ascend/recipe/nsjail.py."""
+    from verl_ascend.recipe import sandbox
+
+    if request.param == "kernel":
+        monkeypatch.setenv("PATH", path_without("bwrap"))
+        assert shutil.which("bwrap") is None
+    else:
+        assert shutil.which("bwrap"), "this test host needs bubblewrap on PATH for the bwrap half"
+    argv = sandbox.command(Path("/x.sh"), Path("/"), [], Path("/c"), [], Path("/s"))
+    assert any(a.endswith("nsjail.py") for a in argv) == (request.param == "kernel"), argv
+    return request.param
+
+
+def test_hostile_launcher_changes_nothing_on_the_host(home, tmp_path, monkeypatch, sandbox_tool):
     tag = f"va-canary-{uuid.uuid4().hex}"
     canary = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)", tag])
     # one canary folder under /tmp (the test's), one in the checkout (outside /tmp and $HOME)

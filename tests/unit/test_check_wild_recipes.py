@@ -12,7 +12,7 @@ import uuid
 from pathlib import Path
 
 import pytest
-from subproc import ROOT
+from subproc import ROOT, path_without
 
 WILD = ROOT / "tests" / "fixtures" / "wild_recipes"
 ARR = "actor_rollout_ref"
@@ -131,8 +131,14 @@ def test_host_limits_and_hub_ids_are_not_recipe_errors(home, tmp_path, check):
     print(f"hub-id recipe checked in {elapsed:.1f} s")
 
 
-def test_timeout_ends_every_process_the_recipe_started(tmp_path, monkeypatch):
+@pytest.mark.parametrize("bwrap_on_path", [True, False])
+def test_timeout_ends_every_process_the_recipe_started(tmp_path, monkeypatch, bwrap_on_path):
+    """With bwrap, and with no bwrap on PATH (verl_ascend/recipe/nsjail.py makes the namespaces)."""
     from verl_ascend.recipe import extract
+
+    if not bwrap_on_path:
+        monkeypatch.setenv("PATH", path_without("bwrap"))
+    assert bool(shutil.which("bwrap")) == bwrap_on_path
 
     tag = f"{4000 + uuid.uuid4().int % 1000}.{uuid.uuid4().int % 10**6}"
     monkeypatch.setenv("TAG", tag)

@@ -1,6 +1,7 @@
 """`verl-ascend check RECIPE.sh`: preflight a verl launch script before booking the cluster."""
 
-_HELP = """Run RECIPE.sh under bash inside a sandbox (bubblewrap + user namespaces: no host process
+_HELP = """Run RECIPE.sh under bash inside a sandbox (user namespaces, through bubblewrap when it is on PATH,
+else made by check itself: no host process
 visible, host files read-only, private /tmp and $HOME, no network) with python/ray replaced by
 recorders and commands with side effects (pkill, kill, rm, pip, curl, ray stop, sleep, ulimit, ...)
 skipped and listed, so nothing is trained and nothing on this machine changes. Then compose the
