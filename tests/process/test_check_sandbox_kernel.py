@@ -11,7 +11,6 @@ import subprocess
 import sys
 import time
 import uuid
-from pathlib import Path
 
 import pytest
 from subproc import ROOT, clean_env, last_json, path_without, processes_naming, run_cli

@@ -7,7 +7,6 @@ import sys
 from verl_ascend.core import activation, platform, registry, settings, support
 from verl_ascend.core.findings import ERROR, WARNING, BadInput, Finding, exit_code, to_json
 
-
 # an applied patch whose wrapped call the trainer path this verl runs by default never makes (Patch.inactive)
 INACTIVE = "inactive on this path"
 

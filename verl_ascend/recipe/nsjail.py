@@ -62,8 +62,12 @@ def _check(result, what):
         raise JailError(f"{what}: {os.strerror(err)}") from OSError(err, os.strerror(err))
 
 
+def _enc(value):
+    return None if value is None else os.fsencode(value)
+
+
 def _mount(source, target, fstype, flags, data=None, what=""):
-    enc = (lambda s: None if s is None else os.fsencode(s))
+    enc = _enc
     _check(_libc.mount(enc(source), enc(target), enc(fstype), ctypes.c_ulong(flags), enc(data)),
            what or f"mount {source} on {target}")
 
