@@ -264,23 +264,24 @@ def _described(step: Step) -> str:
     return f"{step.target} (before import)" if step.before_import else step.target
 
 
-def _live_check(patch: Patch, row: dict) -> None:
+def _ask(probe, row: dict, failing: str):
+    """``probe(target)`` for a status read, which must not raise: a failure is appended to the row's detail."""
     try:
-        note = patch.live(row["target"])
-    except Exception as exc:  # a status read must not raise
-        note = None
-        row["detail"] += f"; could not check what is installed now ({type(exc).__name__}: {exc})"
+        return probe(row["target"])
+    except Exception as exc:
+        row["detail"] += f"; {failing} ({type(exc).__name__}: {exc})"
+        return None
+
+
+def _live_check(patch: Patch, row: dict) -> None:
+    note = _ask(patch.live, row, "could not check what is installed now")
     if note:
         row["state"] = OVERRIDDEN
         row["detail"] = f"{row['detail']}; now {note}" if row["detail"] else f"now {note}"
 
 
 def _inactive_check(patch: Patch, row: dict) -> None:
-    try:
-        why = patch.inactive(row["target"])
-    except Exception as exc:  # a status read must not raise
-        why = None
-        row["detail"] += f"; could not tell whether it is on the trainer path ({type(exc).__name__}: {exc})"
+    why = _ask(patch.inactive, row, "could not tell whether it is on the trainer path")
     if why:
         row["inactive"] = why
 
