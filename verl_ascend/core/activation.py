@@ -18,6 +18,7 @@ from verl_ascend.core import hooks, settings
 # the records themselves.
 PATCHES = {
     "device": ("verl_ascend.patches.device", ("verl.utils.device",)),
+    "expandable_segments": ("verl_ascend.patches.expandable_segments", ("verl.utils.device",)),
     "ckpt_validation": ("verl_ascend.patches.ckpt_validation", (
         "torch.distributed._shard.sharding_spec._internals",
         "torch.distributed.checkpoint.default_planner",

@@ -13,6 +13,8 @@ In every process (driver, TaskRunner, workers):
     tensordict_sync   verl                      TensorDict.to("cpu") waits for the NPU although vllm-ascend
                                                 left torch.cuda.Event a no-op (tensordict >= 0.12 only)
     mindspeed         verl -> megatron, workers MindSpeed adaptor first; options to repatch per MindSpeed generation
+    expandable_segments  verl.utils.device      verl's sleep/wake toggle of expandable segments acts on NPU
+                                                (verl 0.6.1-0.7.x with a torch_npu that has the allocator call)
     ckpt_validation   torch.distributed.checkpoint / _shard   fast shard-layout checks (any host)
 In the driver:
     ray_runtime_env   ray                       VERL_ASCEND* settings reach every Ray worker

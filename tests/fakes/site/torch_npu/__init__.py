@@ -11,7 +11,9 @@ fetches that wheel; ``tests/process/test_real_torch_npu.py`` compares this doubl
   ``ASCEND_HOME_PATH`` is unset;
 - ``torch_npu.npu``: offers every name of the real ``__all__`` (``_npu_names.py``); device queries,
   a recording ``synchronize``, streams and events work, the other names raise when called;
-- the save path (``utils/serialization.py``).
+- the save path (``utils/serialization.py``);
+- ``torch_npu.npu.memory._set_allocator_settings`` (recorded in ``calls``), absent with
+  ``FAKE_TORCH_NPU_ALLOCATOR_SETTINGS=0`` as in the releases before it.
 """
 
 import os
@@ -78,7 +80,21 @@ npu.empty_cache = lambda: None
 state = {"initialized": os.environ.get("FAKE_NPU_INITIALIZED", "1") != "0"}
 npu.is_initialized = lambda: state["initialized"]
 npu.get_device_name = lambda index=0: "Ascend910B2 (fake)"
-npu.memory = types.SimpleNamespace(_set_allocator_settings=lambda settings: None)
+npu.memory = types.SimpleNamespace()
+_ALLOCATOR_SETTINGS = os.environ.get("FAKE_TORCH_NPU_ALLOCATOR_SETTINGS", "1")
+
+
+def _set_allocator_settings(settings):
+    """torch_npu/npu/memory.py::_set_allocator_settings (2.6.0.post5, 2.7.1.post2, 2.8.0.post2, 2.9.0 and
+    later): hands the string to the caching allocator. Recorded; FAKE_TORCH_NPU_ALLOCATOR_SETTINGS=raise
+    models an allocator that refuses it."""
+    calls.append(("_set_allocator_settings", settings))
+    if _ALLOCATOR_SETTINGS == "raise":
+        raise RuntimeError(f"fake torch_npu: allocator refused {settings!r}")
+
+
+if _ALLOCATOR_SETTINGS != "0":  # =0: a release without the call (2.5.1.post1, 2.7.1, 2.8.0)
+    npu.memory._set_allocator_settings = _set_allocator_settings
 
 
 
