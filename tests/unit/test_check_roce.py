@@ -73,7 +73,7 @@ def test_on_a3_the_variable_is_no_longer_called_useless_for_verl():
 def test_alloc_names_verls_own_toggle_as_the_alternative():
     cfg = OmegaConf.create({"actor_rollout_ref": {"rollout": {"name": "vllm", "enable_sleep_mode": True}}})
     (f,) = alloc.findings(rules.Context(cfg, None, False, launch_env={alloc.VAR: "expandable_segments:True"}))
-    assert "6346" in f.fix and "torch_npu >= 2.9" in f.fix
+    assert "6346" in f.fix and "torch_npu >= 2.9" in f.fix and "expandable_segments patch" in f.fix
     assert "https://github.com/verl-project/verl/pull/6346" in f.sources
 
 
@@ -85,9 +85,20 @@ def test_check_cli_with_a_kimi_engine_on_cann_8_5(tmp_path):
     proc = run_cli(*args, "--cann", "8.5.0", env=env)
     report = last_json(proc)
     found = [f for f in report["findings"] if f["subject"] == "roce"]
-    assert [f["severity"] for f in found] == ["warning"], json.dumps(report["findings"], indent=1)
+    if not _verl_has_checkpoint_engines():  # verl <= 0.7.0: the key itself is refused, nothing to judge
+        assert found == [] and any(roce.BACKEND in f["message"] for f in report["findings"] if f["subject"] == "compose")
+    else:
+        assert [f["severity"] for f in found] == ["warning"], json.dumps(report["findings"], indent=1)
+        older = last_json(run_cli(*args, "--cann", "8.0.RC3", env=env))
+        assert [f for f in older["findings"] if f["subject"] == "roce"] == []
     assert proc.returncode >= 1
-    older = last_json(run_cli(*args, "--cann", "8.0.RC3", env=env))
-    assert [f for f in older["findings"] if f["subject"] == "roce"] == []
     bad = run_cli(*args, "--cann", "latest", env=env)
     assert bad.returncode == 2 and "'latest'" in bad.stderr + bad.stdout and "--cann 8.5.0" in bad.stderr + bad.stdout
+
+
+def _verl_has_checkpoint_engines() -> bool:
+    """Does the installed verl's rollout config have checkpoint_engine (verl 0.7.1+), read from its files?"""
+    from verl_ascend.core import verl_install
+
+    path = verl_install.package_dir() / "trainer" / "config" / "rollout" / "rollout.yaml"
+    return path.is_file() and "\ncheckpoint_engine:" in path.read_text()

@@ -55,6 +55,8 @@ def findings(ctx) -> list:
                      "leaves the rollout's weights and KV cache in HBM during training (see the hbm rule). The "
                      "alternative that keeps both: verl >= 0.8 with torch_npu >= 2.9 turns expandable segments on in "
                      "the training workers by itself and off around the rollout's wake-up (verl PR 6346), so the "
-                     "variable is not needed for training there")]
+                     "variable is not needed for training there; on verl 0.6.1-0.7.x verl-ascend's expandable_segments "
+                     "patch makes verl's same toggle act on NPU where torch_npu has the allocator call (see "
+                     "verl-ascend status)")]
     found[0].sources = SOURCES
     return found
