@@ -5,6 +5,7 @@ and the kernel ends every process when the sandbox ends. The hostile-launcher ca
 run through this path too (tests/process/test_check_wild.py, tests/unit/test_check_wild_recipes.py)."""
 
 import os
+import shlex
 import shutil
 import socket
 import subprocess
@@ -137,6 +138,21 @@ def test_check_cli_with_no_bwrap_on_path_reads_a_shipped_recipe(tmp_path):
 
 
 def _quote(text):
-    import shlex
-
     return shlex.quote(text)
+
+
+def test_where_the_kernel_refuses_user_namespaces_check_refuses_and_runs_nothing(tmp_path):
+    """A user namespace whose own limit allows no nested one: the jail's unshare fails, check exits 2 naming
+    that step, and nothing of the recipe ran (a host with user namespaces off looks the same to the jail)."""
+    marker = tmp_path / "ran"
+    script = tmp_path / "touches.sh"
+    script.write_text(f"touch {marker}\npython3 -m verl.trainer.main_ppo trainer.nnodes=1\n")
+    env = clean_env(HOME=str(tmp_path), PATH=path_without("bwrap"))
+    inner = (f"echo 0 > /proc/sys/user/max_user_namespaces && exec {shlex.quote(sys.executable)} -m verl_ascend "
+             f"check {shlex.quote(str(script))}")
+    proc = subprocess.run(["unshare", "--user", "--map-root-user", "sh", "-c", inner], env=env, cwd=tmp_path,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "va-check sandbox: unshare(user, mount, pid, net, ipc, uts)" in proc.stderr, proc.stderr
+    assert "never runs a recipe unprotected" in proc.stderr and "Traceback" not in proc.stderr
+    assert not marker.exists()
