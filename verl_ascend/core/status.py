@@ -83,9 +83,23 @@ def collect(import_targets: bool = True, only=()) -> dict:
         "patches": [_outside_rehearsal(registry.summarize(name)) for name in names],
         "target_import_errors": import_errors,
         "verl_support": support.verdict(),
+        "verl_stack": _verl_stack(),
         "settings": settings.report(),
     }
     return report
+
+
+def _verl_stack():
+    """Where this environment departs from the Ascend stack verl's install guide names (verl 0.9.x), or None
+    where the guide names none for the installed verl. Metadata only: nothing is imported for it."""
+    from verl_ascend.core import stacks
+
+    versions = platform.installed_versions("verl", "torch", "torch-npu", "transformers", "vllm", "vllm-ascend",
+                                           "megatron-core")
+    if not stacks.stack_is_for(versions["verl"]):
+        return None
+    return {"source": stacks.VERL_SOURCE, "stack": dict(stacks.VERL_STACK),
+            "departures": stacks.stack_departures(versions, sys.version_info)}
 
 
 def _check_names(only) -> None:
@@ -123,6 +137,10 @@ def render(report: dict) -> str:
     verdict = report.get("verl_support")
     if verdict and not verdict["supported"]:
         lines.append(f"verl {verdict['verl']} is outside the supported range ({support.SUPPORTED}): {verdict['reason']}")
+    stack = report.get("verl_stack")
+    if stack:
+        lines.append("verl's Ascend stack (its install guide): "
+                     + ("as named" if not stack["departures"] else "departs: " + "; ".join(stack["departures"])))
     device = report["device"]
     if device:
         answer = f"{device.get('device')} / {device.get('backend')}"

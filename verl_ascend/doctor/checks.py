@@ -80,6 +80,8 @@ CHECKS = (
           "MindSpeed beside megatron-core"),
     Check("versions.known_good", "versions", "known_good.check", ("versions",),
           "vllm, torch, torch_npu as the installed vllm-ascend release was tested with"),
+    Check("versions.verl_stack", "versions", "known_good.check_verl_stack", ("versions", "python_version", "ascend"),
+          "verl 0.9.x: Python, torch, torch_npu, transformers, vLLM, megatron-core as verl's install guide names them"),
     Check("versions.trainer_loop", "versions", "versions.check_trainer_loop", (),
           "verl's default trainer loop has its packages"),
     Check("plugin.patches", "patches", "patches.check_patches", ("patch_report",),

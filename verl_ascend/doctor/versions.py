@@ -8,7 +8,7 @@ from .findings import error, ok, skip, warn
 from .torch import release
 
 # dist names doctor reads the installed versions of (core.platform.installed_versions)
-DISTS = ("verl", "tensordict", "vllm", "vllm-ascend", "mindspeed", "megatron-core", "torch", "torch-npu")
+DISTS = ("verl", "tensordict", "vllm", "vllm-ascend", "mindspeed", "megatron-core", "torch", "torch-npu", "transformers")
 
 
 def check_verl(versions, verl_verdict=None) -> list:
