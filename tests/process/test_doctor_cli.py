@@ -371,3 +371,6 @@ def test_doctor_status_and_import_verl_agree_on_support_and_skip_rehearsal_targe
     assert torch_departs == (torch.__version__.split("+")[0] != "2.10.0"), (torch.__version__, stack["departures"])
     text = run_cli("status", timeout=600).stdout
     assert "verl's Ascend stack (its install guide): " in text, text
+    assert "megatron on npu: neither MindSpeed nor MegatronAdaptor installed" in text, text  # this environment has neither
+    (path_row,) = by_check(data)["versions.megatron_path"]
+    assert path_row["severity"] == "skip" and status["megatron_path"]["megatron_adaptor"] is None, path_row

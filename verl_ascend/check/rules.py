@@ -14,7 +14,7 @@ from verl_ascend.core.profiles import DEFAULT, PROFILES, Profile
 from verl_ascend.recipe.layout import ARR, get, get_int, rollout_layout, train_layout, world_size
 from verl_ascend.recipe.model_facts import ModelFacts
 
-from . import alloc, bridge, hbm  # rules of their own modules (none imports this one)
+from . import alloc, bridge, hbm, megatron_path  # rules of their own modules (none imports this one)
 
 NODE = ("trainer.nnodes", "trainer.n_gpus_per_node")
 
@@ -393,6 +393,7 @@ ALL = (
     Rule("hbm", hbm.estimate, "HBM per rank of the device profile, training and rollout phase"),
     Rule("bridge", bridge.findings, "the HF-Megatron bridge the workers import, installed here or not"),
     Rule("alloc", alloc.findings, "PYTORCH_NPU_ALLOC_CONF=expandable_segments:True with vLLM sleep mode on"),
+    Rule("megatron_path", megatron_path.findings, "MindSpeed-only transformer options where MegatronAdaptor runs Megatron"),
     Rule("env", env, "the HCCL/Gloo variables the script exports", needs_config=False),
 )
 

@@ -4,7 +4,7 @@ import contextlib
 import importlib
 import sys
 
-from verl_ascend.core import activation, platform, registry, settings, support
+from verl_ascend.core import activation, megatron_path, platform, registry, settings, support
 from verl_ascend.core.findings import ERROR, WARNING, BadInput, Finding, exit_code, to_json
 
 
@@ -84,6 +84,7 @@ def collect(import_targets: bool = True, only=()) -> dict:
         "target_import_errors": import_errors,
         "verl_support": support.verdict(),
         "verl_stack": _verl_stack(),
+        "megatron_path": megatron_path.facts(),
         "settings": settings.report(),
     }
     return report
@@ -141,6 +142,8 @@ def render(report: dict) -> str:
     if stack:
         lines.append("verl's Ascend stack (its install guide): "
                      + ("as named" if not stack["departures"] else "departs: " + "; ".join(stack["departures"])))
+    if report.get("megatron_path"):
+        lines.append(f"megatron on npu: {megatron_path.summary(report['megatron_path'])}")
     device = report["device"]
     if device:
         answer = f"{device.get('device')} / {device.get('backend')}"

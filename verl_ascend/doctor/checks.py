@@ -78,6 +78,8 @@ CHECKS = (
           "vllm-ascend installed and released for the installed vllm"),
     Check("versions.mindspeed", "versions", "versions.check_mindspeed", ("versions", "ascend"),
           "MindSpeed beside megatron-core"),
+    Check("versions.megatron_path", "versions", "versions.check_megatron_path", ("megatron_path", "ascend"),
+          "MindSpeed or MegatronAdaptor + TransformerEngine-NPU; NVIDIA's TransformerEngine not on NPU, never both"),
     Check("versions.known_good", "versions", "known_good.check", ("versions",),
           "vllm, torch, torch_npu as the installed vllm-ascend release was tested with"),
     Check("versions.verl_stack", "versions", "known_good.check_verl_stack", ("versions", "python_version", "ascend"),
