@@ -13,7 +13,7 @@ import re
 from verl_ascend.core import findings
 
 from . import context, table, timeline
-from .families import generic, hccl
+from .families import generic, hccl, training
 
 BLOCK = 4 << 20
 MAX_EVENTS = 50_000
@@ -34,6 +34,7 @@ _DETAILS = {
     "collective": re.compile(r"OpType=(\w+)"),
     "seq": re.compile(r"SeqNum=(\d+)"),
     "exit_type": re.compile(r"Worker exit type: (\w+ Worker exit detail: [^.]{0,100})"),
+    "missing_key": re.compile(training.MISSING_TENSOR),
 }
 
 
