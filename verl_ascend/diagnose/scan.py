@@ -154,17 +154,18 @@ class Scanner:
                 block = fh.read(BLOCK)
                 if not block and not tail:
                     break
-                data = tail + block
-                if block:
-                    cut = data.rfind(b"\n") + 1
-                    if cut == 0:                     # one huge line: keep reading
-                        tail = data
-                        if len(tail) < 4 * BLOCK:
-                            continue
-                        cut = len(data)
-                    data, tail = data[:cut], data[cut:]
+                if not block:
+                    data, tail = tail, b""
+                elif (cut := block.rfind(b"\n") + 1) == 0:    # no line ends in this block: keep reading
+                    tail += block
+                    if len(tail) < 4 * BLOCK:
+                        continue
+                    data, tail = tail, b""                    # one huge line: split it here
                 else:
-                    tail = b""
+                    # the previous block's unfinished line, then this block up to its last line end: one copy
+                    # (a concatenation and then a slice copied every block twice)
+                    data = b"".join((tail, memoryview(block)[:cut])) if tail else block[:cut]
+                    tail = block[cut:]
                 newlines = data.count(b"\n")
                 self._block(path, data, base_line, state, newlines)
                 base_line += newlines  # a line cut by a forced split continues in the next block
