@@ -28,7 +28,10 @@ COMMANDS = (
 )
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(only=None) -> argparse.ArgumentParser:
+    """The whole CLI, or with ``only`` (a name in COMMANDS) that one subcommand: each subcommand module imports
+    what its options need, and ``verl-ascend diagnose`` on a small log spent more time importing the other ten
+    than reading it."""
     from . import __version__
 
     parser = argparse.ArgumentParser(
@@ -39,14 +42,15 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"verl-ascend {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
-    for name in COMMANDS:
+    for name in COMMANDS if only is None else (only,):
         importlib.import_module(f"verl_ascend.commands.{name}").register(sub)
     parser.subcommands = sub.choices  # name -> its parser, for errors in that subcommand's words
     return parser
 
 
 def main(argv=None) -> int:
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    parser = build_parser(only=argv[0] if argv and argv[0] in COMMANDS else None)
     # parse_args would blame an unknown flag on the top-level parser and print its usage; a flag the
     # subcommand does not know should show that subcommand's usage instead.
     args, unknown = parser.parse_known_args(argv)

@@ -357,3 +357,20 @@ def test_doctor_status_and_import_verl_agree_on_support_and_skip_rehearsal_targe
     assert not rehearsal_targets & set(status["target_import_errors"]), status["target_import_errors"]
     patch_rows = " ".join(f["message"] for f in by_check(data)["plugin.patches"])
     assert not [t for t in rehearsal_targets if t in patch_rows], patch_rows
+    # verl's own install guide's stack (verl 0.9.x): status and doctor name the same departures, and the torch of
+    # this environment is one exactly when it is not the guide's 2.10.0
+    (stack_row,) = by_check(data)["versions.verl_stack"]
+    stack = status["verl_stack"]
+    if not verdict["verl"].startswith("0.9."):
+        assert stack is None and stack_row["severity"] == "skip", (stack, stack_row)
+        return
+    assert stack["source"].startswith("https://github.com/verl-project/verl/blob/") and stack["stack"]["torch"] == "2.10.0"
+    for departure in stack["departures"]:
+        assert departure in stack_row["message"], (departure, stack_row)
+    torch_departs = any(d.startswith("torch ") for d in stack["departures"])
+    assert torch_departs == (torch.__version__.split("+")[0] != "2.10.0"), (torch.__version__, stack["departures"])
+    text = run_cli("status", timeout=600).stdout
+    assert "verl's Ascend stack (its install guide): " in text, text
+    assert "megatron on npu: neither MindSpeed nor MegatronAdaptor installed" in text, text  # this environment has neither
+    (path_row,) = by_check(data)["versions.megatron_path"]
+    assert path_row["severity"] == "skip" and status["megatron_path"]["megatron_adaptor"] is None, path_row

@@ -17,9 +17,20 @@ SCRIPT = str(ROOT / "scripts" / "hccl_check.py")
 
 
 def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    return free_ports(1)[0]
+
+
+def free_ports(n):
+    """n distinct free ports: held open together while chosen, so the kernel cannot hand out one twice (two
+    free_port() calls in a row can return the same port once the first socket is closed)."""
+    socks = [socket.socket() for _ in range(n)]
+    try:
+        for s in socks:
+            s.bind(("127.0.0.1", 0))
+        return [s.getsockname()[1] for s in socks]
+    finally:
+        for s in socks:
+            s.close()
 
 
 def run(cmd, env, timeout=180):
@@ -46,9 +57,10 @@ def test_missing_rank_and_unreachable_master_are_diagnosed_within_the_timeout():
     # rank 0 waits for a rank 1 that never starts; a lone rank 1 looks for a master that is not there
     env = clean_env(WORLD_SIZE=2, LOCAL_RANK=0, LOCAL_WORLD_SIZE=1, MASTER_ADDR="127.0.0.1")
     procs = {}
+    ports = free_ports(2)  # two different masters: rank 1 must not find rank 0's store (seen when one port came twice)
     for rank in (0, 1):
         procs[rank] = subprocess.Popen([sys.executable, SCRIPT, "--timeout", "3", "--numel", "8"],
-                                       env={**env, "RANK": str(rank), "MASTER_PORT": str(free_port())},
+                                       env={**env, "RANK": str(rank), "MASTER_PORT": str(ports[rank])},
                                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     outs = {rank: p.communicate(timeout=300) for rank, p in procs.items()}  # a net; imports are slow on busy CI
     for rank, p in procs.items():

@@ -228,3 +228,37 @@ def test_megatron_fields_ignore_mindspeeds_generated_subclass(generation):
     expected = [{"add_bias_linear": False}, {"use_flash_attn": True}]
     assert out["subclasses"].count("TransformerConfig") >= 1  # MindSpeed's make_dataclass subclass is alive
     assert out["before"] == expected and out["after"] == expected
+
+
+BESIDE_ADAPTOR = r"""
+import json, sys
+import torch
+import verl
+import megatron_adaptor  # the MegatronAdaptor path: it imports Megatron while it is being imported
+from verl_ascend.core import registry
+import importlib
+importlib.import_module(sys.argv[1])  # the worker step's target: the Megatron engine (verl >= 0.8) or legacy workers
+rows = {r["target"]: [r["state"], r.get("detail") or r.get("reason") or ""] for r in registry.summarize("mindspeed")["targets"]}
+ms = sys.modules.get("mindspeed.megatron_adaptor")
+print(json.dumps({"rows": rows, "mindspeed_loaded": ms is not None, "adaptor_events": megatron_adaptor.events,
+                  "mindspeed_order": ms.events[0] if ms is not None else None}))
+"""
+
+
+def test_mindspeed_stands_down_where_the_process_imports_megatron_adaptor_first():
+    # MindSpeed installed beside MegatronAdaptor (verl's Qwen3.5 examples name both): a process that imports
+    # megatron_adaptor before Megatron chose that stack; MindSpeed's adaptor must not be patched in beside it
+    env = clean_env(fake_npu=True, FAKE_MINDSPEED_VERSION="2.2")
+    env["PYTHONPATH"] += os.pathsep + str(Path(__file__).parents[1] / "fakes" / "adaptor_site")
+    worker = "verl.workers.engine.megatron.transformer_impl" if ENGINE_PATH else "verl.workers.megatron_workers"
+    out = last_json(run_python(BESIDE_ADAPTOR, env=env, timeout=300, args=(worker,)))
+    assert out["adaptor_events"][0]["mindspeed_adaptor_before"] is False, out
+    if ENGINE_PATH:
+        # verl >= 0.8's own MindspeedEngine module imports MindSpeed's adaptor (for repatch) wherever MindSpeed is
+        # installed: that is verl's doing; what is asserted is that nothing put it before Megatron
+        assert out["mindspeed_order"] is None or out["mindspeed_order"]["megatron_imported_before"], out
+    else:
+        assert out["mindspeed_loaded"] is False, out
+    for target in ("megatron", worker):
+        state, why = out["rows"][target]
+        assert state == "not applicable" and "megatron_adaptor" in why, out["rows"]

@@ -55,24 +55,30 @@ def test_rehearsal_of_the_shipped_dapo_recipe_without_a_verl_tree_filters_groups
         assert_diagnosed_clean(out)
 
 
-def test_dapo_through_main_dapo_needs_a_verl_tree_that_ci_does_not_have():
+def test_dapo_through_main_dapo_is_planned_from_a_verl_tree_that_ci_does_not_have():
     # With VERL_SRC naming a verl checkout with recipe/dapo/main_dapo.py (verl-recipe), rehearse runs main_dapo
-    # there; that was tried by hand (docs/rehearse.md). CI has no such tree, so what runs here is the refusal
-    # of a tree without it, naming the fix: a silent skip would hide that this path is not exercised.
+    # there; that was tried by hand (docs/rehearse.md). CI has no such tree: what runs here is the recipe's choice
+    # of main_dapo from a tree that has the file, as far as the plan (--plan: nothing of the trainer runs). A silent
+    # skip would hide that this path is not exercised.
     with tempfile.TemporaryDirectory(prefix="va-rh-test-") as tmp:
         fake_tree = Path(tmp) / "verl"
         (fake_tree / "recipe" / "dapo").mkdir(parents=True)
-        (fake_tree / "recipe" / "dapo" / "main_dapo.py").write_text("")
+        main_dapo = fake_tree / "recipe" / "dapo" / "main_dapo.py"
+        main_dapo.write_text("")
         # weights named by --override: the choice of trainer is the subject, a conversion would only cost time
         weights = weights_named(f"{tmp}/no-weights")
-        proc = run_cli("rehearse", str(DAPO_RECIPE), "--out", str(Path(tmp) / "out"), "--env", f"VERL_SRC={fake_tree}",
-                       "--env", "DAPO_LAYOUT=reward", *weights, timeout=300)
-        if SUPPORTED:
-            # the recipe chose main_dapo from that tree (read in the sandbox); main_dapo itself is empty here, so
-            # the run fails in main_ppo's place, after the plan: the recipe's choice is what is asserted
-            assert "recipe.dapo.main_dapo" in (Path(tmp) / "out" / "changes.txt").read_text()
-            assert proc.returncode == 1, proc.stderr[-2000:]
-        else:
+        args = ("rehearse", str(DAPO_RECIPE), "--plan", "--env", f"VERL_SRC={fake_tree}", "--env", "DAPO_LAYOUT=reward",
+                *weights)
+        proc = run_cli(*args, "--out", str(Path(tmp) / "out"), timeout=300)
+        if not SUPPORTED:
             assert proc.returncode == 2 and "platform registry" in proc.stderr, proc.stderr
-
-
+            return
+        assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+        out = Path(tmp) / "out"
+        assert "recipe.dapo.main_dapo" in (out / "changes.txt").read_text()
+        commands = (out / "commands.txt").read_text()
+        # both phases start main_dapo in the tree (its config names its parent relative to the working directory)
+        assert commands.count(f"cd {fake_tree} && ") == 2 and commands.count("-m recipe.dapo.main_dapo ") == 2, commands
+        assert "trainer.total_training_steps=3" in commands.split("# resume:")[1], commands
+        assert not (out / "console.log").exists() and not (out / "checkpoints").exists()
+        assert (out / "model" / "config.json").is_file()  # --plan keeps the model commands.txt names

@@ -31,7 +31,7 @@ FIX_WORDS = {
     "port_in_use": "MASTER_PORT", "ray_unschedulable": "ray status", "npu_oom": "gpu_memory_utilization",
     "npu_runtime": "ASCEND_LAUNCH_BLOCKING=1", "hccl_exec_timeout": "HCCL_EXEC_TIMEOUT",
     "rendezvous_unreachable": "MASTER_ADDR", "file_handles": "ulimit -n 65536", "cann_not_sourced": "set_env.sh",
-    "ray_no_npu": "--resources",
+    "ray_no_npu": "--resources", "ckpt_missing_tensor": "verl-ascend ckpt check",
     "stream_sync_timeout": "ASCEND_LAUNCH_BLOCKING=1", "peer_exited": "HCCL_EXEC_TIMEOUT", "device_network": "hccn_tool",
 }
 

@@ -14,7 +14,7 @@ from verl_ascend.core.profiles import DEFAULT, PROFILES, Profile
 from verl_ascend.recipe.layout import ARR, get, get_int, rollout_layout, train_layout, world_size
 from verl_ascend.recipe.model_facts import ModelFacts
 
-from . import alloc, bridge, hbm, roce  # rules of their own modules (none imports this one)
+from . import alloc, bridge, hbm, megatron_path, roce  # rules of their own modules (none imports this one)
 
 NODE = ("trainer.nnodes", "trainer.n_gpus_per_node")
 
@@ -392,6 +392,7 @@ ALL = (
     Rule("bridge", bridge.findings, "the HF-Megatron bridge the workers import, installed here or not"),
     Rule("alloc", alloc.findings, "PYTORCH_NPU_ALLOC_CONF=expandable_segments:True with vLLM sleep mode on"),
     Rule("roce", roce.findings, "HCCL_INTRA_ROCE_ENABLE per CANN version and rollout.checkpoint_engine.backend"),
+    Rule("megatron_path", megatron_path.findings, "MindSpeed-only transformer options where MegatronAdaptor runs Megatron"),
     Rule("env", env, "the HCCL/Gloo variables the script exports", needs_config=False),
 )
 

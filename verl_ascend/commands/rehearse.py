@@ -36,6 +36,10 @@ def register(sub) -> None:
     p.add_argument("--out", metavar="DIR", help="output folder (default ./rehearse-<recipe name>)")
     p.add_argument("--keep-model", action="store_true", help="keep the tiny model in DIR/model (and, for a recipe loading a dist checkpoint, its "
                    "conversion in DIR/model_mcore)")
+    p.add_argument("--plan", action="store_true",
+                   help="stop before the trainer runs: build the tiny model (and its dist-checkpoint conversion when the "
+                   "recipe loads one), write DIR/changes.txt and DIR/commands.txt (each phase's command, to run by hand) and "
+                   "exit 0; the model stays in DIR as with --keep-model")
     p.add_argument("--env", action="append", default=[], metavar="NAME=VALUE",
                    help="environment for reading the recipe (e.g. --env MODEL_PATH=/models/Qwen2.5-7B-Instruct)")
     p.add_argument("--timeout", type=positive_int, default=900, metavar="S",

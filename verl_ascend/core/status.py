@@ -4,7 +4,7 @@ import contextlib
 import importlib
 import sys
 
-from verl_ascend.core import activation, platform, registry, settings, support
+from verl_ascend.core import activation, megatron_path, platform, registry, settings, support
 from verl_ascend.core.findings import ERROR, WARNING, BadInput, Finding, exit_code, to_json
 
 # an applied patch whose wrapped call the trainer path this verl runs by default never makes (Patch.inactive)
@@ -86,9 +86,24 @@ def collect(import_targets: bool = True, only=()) -> dict:
         "patches": [_outside_rehearsal(registry.summarize(name)) for name in names],
         "target_import_errors": import_errors,
         "verl_support": support.verdict(),
+        "verl_stack": _verl_stack(),
+        "megatron_path": megatron_path.facts(),
         "settings": settings.report(),
     }
     return report
+
+
+def _verl_stack():
+    """Where this environment departs from the Ascend stack verl's install guide names (verl 0.9.x), or None
+    where the guide names none for the installed verl. Metadata only: nothing is imported for it."""
+    from verl_ascend.core import stacks
+
+    versions = platform.installed_versions("verl", "torch", "torch-npu", "transformers", "vllm", "vllm-ascend",
+                                           "megatron-core")
+    if not stacks.stack_is_for(versions["verl"]):
+        return None
+    return {"source": stacks.VERL_SOURCE, "stack": dict(stacks.VERL_STACK),
+            "departures": stacks.stack_departures(versions, sys.version_info)}
 
 
 def _check_names(only) -> None:
@@ -126,6 +141,12 @@ def render(report: dict) -> str:
     verdict = report.get("verl_support")
     if verdict and not verdict["supported"]:
         lines.append(f"verl {verdict['verl']} is outside the supported range ({support.SUPPORTED}): {verdict['reason']}")
+    stack = report.get("verl_stack")
+    if stack:
+        lines.append("verl's Ascend stack (its install guide): "
+                     + ("as named" if not stack["departures"] else "departs: " + "; ".join(stack["departures"])))
+    if report.get("megatron_path"):
+        lines.append(f"megatron on npu: {megatron_path.summary(report['megatron_path'])}")
     device = report["device"]
     if device:
         answer = f"{device.get('device')} / {device.get('backend')}"

@@ -23,6 +23,8 @@ DEFAULT_CONNECT_TIMEOUT = 120         # s, CANN's default for HCCL_CONNECT_TIMEO
 ECHO_WINDOW = datetime.timedelta(seconds=1)  # an unexplained line this close before a known one is part of it
 LONG_GEN_SHARE = 0.5                  # generation over half of the step time: a long-tail step
 MAX_NOTED = 50                        # handled / shutdown lines kept in the report (all are counted)
+# the value a family's headline names, read from its first line: what to look for is in the headline itself
+HEADLINE_VALUE = {"ckpt_missing_tensor": "missing_key"}
 
 
 def _where(event) -> dict:
@@ -116,6 +118,8 @@ def _notes(family_id, details, spread, events) -> list:
         notes.append("other end of the failed link (server/device): " + ", ".join(sorted(details["peer"])))
     if family_id == UNRECOGNISED and details.get("exception"):
         notes.append("exception(s): " + ", ".join(sorted(details["exception"])))
+    if details.get("missing_key"):
+        notes.append("tensor(s) the model asked for that the checkpoint lacks: " + ", ".join(sorted(details["missing_key"])))
     if family_id == "npu_oom" and details.get("alloc"):
         notes.append("allocation(s) that failed: " + ", ".join(sorted(details["alloc"])))
     return notes
@@ -172,7 +176,7 @@ class Diagnosis:
     first_failure: dict      # the earliest failing line by time (its place, family, culprit), or None
     findings: list           # Finding records, causes before symptoms
     generic_hccl_lines: int  # generic "HCCL call failed" lines folded into the findings
-    unrecognised_lines: int  # unexplained failure lines that came after the findings
+    unrecognised_lines: int  # unexplained failure lines counted as the findings' echo (not earlier than them by 1 s)
     runs: list = ()          # per file that made progress: finished, last step, last progress / end mark
     handled: list = ()       # error lines the run went on after (notes; at most MAX_NOTED), each with its reason
     shutdown_noise: list = ()  # error lines printed after the run's end (at most MAX_NOTED)
@@ -238,6 +242,9 @@ def build(scanner) -> Diagnosis:
         earliest = min(candidates, key=lambda e: (e.when is None, e.when or datetime.datetime.min,
                                                   table.FAMILIES[e.family].order, e.path, e.line))
         first = dict(_where(earliest), family=earliest.family)
+        named = earliest.details.get(HEADLINE_VALUE.get(earliest.family))
+        if named:
+            first["names"] = named
         culprit = next((f.details["culprit"] for f in findings if f.details.get("culprit")), None)
         if culprit:
             first["culprit"] = culprit
@@ -288,8 +295,9 @@ def render(result: Diagnosis, verbose: bool = False) -> str:
     lines += _run_lines(result, verbose)
     first = result.first_failure
     if first:
+        names = f": {first['names']}" if first.get("names") else ""
         lines.append(f"first failure: {first['time'] or 'time unknown'}, {_place(first)} "
-                     f"({first['family']}) at {first['file']}:{first['line']}")
+                     f"({first['family']}{names}) at {first['file']}:{first['line']}")
         if first.get("culprit"):
             lines.append(f"culprit: node {first['culprit']['node']}, device {first['culprit']['device']} "
                          "(the rank the others waited for; read its log first)")
@@ -321,7 +329,9 @@ def render(result: Diagnosis, verbose: bool = False) -> str:
         lines.append("")
         lines.append(f"({result.generic_hccl_lines} generic 'HCCL call failed' line(s) are the echo of the findings above)")
     if result.unrecognised_lines:
-        lines.append(f"({result.unrecognised_lines} other failure line(s) came after the findings above)")
+        # not "after": Ray prints its wrapper (RayTaskError(...)) above the error it carries, without a time
+        lines.append(f"({result.unrecognised_lines} other failure line(s) are the echo of the findings above: printed "
+                     "with them or after them)")
     for s in result.skipped:
         lines.append(f"skipped {s['file']}: {s['reason']}")
     return "\n".join(lines)

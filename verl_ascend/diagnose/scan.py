@@ -13,14 +13,14 @@ import re
 from verl_ascend.core import findings
 
 from . import context, table, timeline
-from .families import generic, hccl
+from .families import generic, hccl, training
 
 BLOCK = 4 << 20
 MAX_EVENTS = 50_000
 LOG_SUFFIXES = (".log", ".out", ".err", ".txt")
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\[\d{1,2}(?:;\d{1,2})*m")
 _YEAR = re.compile(rb"(?<!\d)(20\d\d)-\d\d-\d\d[-T ]\d\d:\d\d:\d\d")
-STEP_KEY = "timing_s/gen:"
+STEP_KEY = table.STEP_KEY
 NEAR = 5                      # lines: a message without time or rank borrows them from the next such line of its process
 _CODES = re.compile(r"\b(E[A-Z]\d{4}|ERR\d{5})\b")
 _ERRNO = re.compile(r"error code is (\d+)")
@@ -34,6 +34,7 @@ _DETAILS = {
     "collective": re.compile(r"OpType=(\w+)"),
     "seq": re.compile(r"SeqNum=(\d+)"),
     "exit_type": re.compile(r"Worker exit type: (\w+ Worker exit detail: [^.]{0,100})"),
+    "missing_key": re.compile(training.MISSING_TENSOR),
 }
 
 
@@ -123,8 +124,7 @@ class Scanner:
     def __init__(self):
         self.rules = [(r, r.compiled(), r.rejected()) for r in table.RULES]
         self.loud_rules = [(r, p, u) for r, p, u in self.rules if r.any_level]
-        # verl's step lines are evidence and only the last one counts: one rfind per block, not a visit per line
-        self.literals = [a.encode() for a in table.SCAN_LITERALS if a != STEP_KEY]
+        self.literals = table.SCAN_LITERALS
         self.events = []
         self.overflow = {}            # family -> matched lines beyond MAX_EVENTS
         self.evidence = {"rollout": [], "tls": [], "steps": None, "step_line": None}
@@ -154,19 +154,21 @@ class Scanner:
                 block = fh.read(BLOCK)
                 if not block and not tail:
                     break
-                data = tail + block
-                if block:
-                    cut = data.rfind(b"\n") + 1
-                    if cut == 0:                     # one huge line: keep reading
-                        tail = data
-                        if len(tail) < 4 * BLOCK:
-                            continue
-                        cut = len(data)
-                    data, tail = data[:cut], data[cut:]
+                if not block:
+                    data, tail = tail, b""
+                elif (cut := block.rfind(b"\n") + 1) == 0:    # no line ends in this block: keep reading
+                    tail += block
+                    if len(tail) < 4 * BLOCK:
+                        continue
+                    data, tail = tail, b""                    # one huge line: split it here
                 else:
-                    tail = b""
-                self._block(path, data, base_line, state)
-                base_line += data.count(b"\n")  # a line cut by a forced split continues in the next block
+                    # the previous block's unfinished line, then this block up to its last line end: one copy
+                    # (a concatenation and then a slice copied every block twice)
+                    data = b"".join((tail, memoryview(block)[:cut])) if tail else block[:cut]
+                    tail = block[cut:]
+                newlines = data.count(b"\n")
+                self._block(path, data, base_line, state, newlines)
+                base_line += newlines  # a line cut by a forced split continues in the next block
                 open_line = bool(data) and not data.endswith(b"\n")
                 self.bytes += len(data)
                 if progress is not None:
@@ -176,18 +178,18 @@ class Scanner:
         for event in pending:
             event.when = context.resolve(event.stamp, year)
 
-    def _block(self, path, data, base_line, state):
+    def _block(self, path, data, base_line, state, newlines):
         if state["year"] is None:   # year-less stamps (glog, vLLM) take the file's year
             m = _YEAR.search(data)
             if m:
                 state["year"] = self.year = int(m.group(1))
-        self.timeline.block(path, data, base_line, state["year"] or self.year)
+        self.timeline.block(path, data, base_line, state["year"] or self.year, newlines)
         pos = data.rfind(STEP_KEY.encode())
         if pos != -1:
             start = data.rfind(b"\n", 0, pos) + 1
             end = data.find(b"\n", pos)
             text = ANSI.sub("", data[start:len(data) if end == -1 else end].decode("utf-8", "replace"))
-            self.evidence["step_line"] = (path, base_line + data.count(b"\n", 0, start) + 1, text)
+            self.evidence["step_line"] = (path, timeline.line_number(data, start, base_line, newlines), text)
         spans = set()
 
         def add(pos):

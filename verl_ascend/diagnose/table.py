@@ -12,6 +12,7 @@ shape to tests/fixtures/diagnose/ with its expected family in tests/unit/test_di
 
 import re
 
+from . import anchors
 from .families import FAMILIES, HCCL_RESULT, RULES, UNRECOGNISED, Family, Rule  # noqa: F401  (the table's public names)
 
 # Lines that are evidence, not failures: read on every line whatever its level.
@@ -19,33 +20,35 @@ EVIDENCE = {
     "rollout": re.compile(r"generate_sequences|No available shared memory broadcast block found"),
     "tls": re.compile(r"TLS SWITCH \((\d)\)|tls switch\[(\d)\]"),
 }
-# What the scanner looks for in whole blocks before reading lines: every rule / evidence keyword matches
-# SCAN_REGEX or contains one of SCAN_LITERALS (tests/unit/test_diagnose.py checks it); the one rule without
-# keywords (the error-code fallback) relies on SCAN_REGEX selecting its lines. One regex whose branches all start
-# with an upper-case letter lets the regex engine skip most bytes with a character test; the keywords that start
-# in lower case, and the words of the generic fallback, are found with bytes.find. A line they select is then
-# checked against each rule's own keywords and pattern.
-SCAN_REGEX = re.compile(
-    rb"E(?:[A-Z]\d{4}|RR\d{5}|ADDRINUSE|RROR\] HCCL|xpect(?:ed all|s tensor))|HCCL(?: function|_SOCKET|_IF| versions)|"
-    rb"GLOO_SOCKET|NPU (?:function|out of|device)|Synchronize|Getting socket|Failed to |Too many open|PlatformNPU|"
-    rb"The (?:following resource|aicore|vector core)|No available (?:node|shared)|Total available GPUs|Address already|"
-    rb"TLS SWITCH|TLS switch|Gloo connectFullMesh|Transport init|ACL_ERROR|Watchdog caught|Remote Rank|RankID:|"
-    rb"Unable to find address|Cluster Exception|Recv unmatched|ROCE[ _]CQE|Some ranks tls|Cannot find bin|"
-    rb"AclSetCompileopt|MLA only|Tensors must|InvalidVersion|Invalid device ID|Worker exit type|Killed|Segmentation|"
-    rb"Fatal Python|SIG(?:SEGV|ABRT|KILL|BUS)|Job '")
-SCAN_LITERALS = (".so: cannot", "port[", "tls switch[", "generate_sequences", "timing_s/gen:", "status[LOST]",
-                 "status[STUCK]", "error cqe", "has no NPU available", "running low on memory", "too large to fit",
-                 "update_weights_bucket_megabytes", "_layernorm", "common.pt", ".metadata", "metadata.json",
-                 "modified by an inplace", "Error", "Exception", "Exit", "Interrupt", "[ERROR]", "died", "Died",
-                 "exit code", "exit status", "exitcode", "core dumped", "failed", "NPU device is not available",
-                 # the failures every verl run meets (families/common.py) whose lines hold none of the above
-                 "Could not override", "is not in struct", "Missing mandatory value", "omegaconf.errors", "No such file",
-                 "Unable to find", "can't start new thread", "pthread_create", "Resource temporarily unavailable",
-                 "not a valid model identifier", "does not appear to have a file", "size mismatch for", "state_dict",
-                 "divisible by", "timed out in blocking wait", "Timed out waiting", "Worker exit type",
-                 "System memory low at node", "cannot be scheduled right now", "placement group",
-                 "could not find a node type", "ACL stream synchronize failed",
-                 "client socket has", "via c10d key-value store",
-                 "killed due to memory pressure")
+# What the scanner looks for in whole blocks before reading lines: every rule / evidence keyword contains one of
+# SCAN_ANCHORS (tests/unit/test_diagnose.py checks it); the one rule without keywords (the error-code fallback)
+# relies on SCAN_CODES selecting its lines. anchors.build turns them into one regex that stops at rare bytes only
+# (SCAN_REGEX) and the few literals of common bytes it leaves to bytes.find (SCAN_LITERALS). A line they select is
+# then checked against each rule's own keywords and pattern.
+SCAN_CODES = {"E": r"[A-Z]\d{4}|RR\d{5}"}
+SCAN_ANCHORS = (
+    "EADDRINUSE", "ERROR] HCCL", "Expected all", "Expects tensor", "HCCL function", "HCCL_SOCKET", "HCCL_IF",
+    "HCCL versions", "GLOO_SOCKET", "NPU function", "NPU out of", "NPU device", "Synchronize", "Getting socket",
+    "Failed to ", "Too many open", "PlatformNPU", "The following resource", "The aicore", "The vector core",
+    "No available node", "No available shared", "Total available GPUs", "Address already", "TLS SWITCH", "TLS switch",
+    "Gloo connectFullMesh", "Transport init", "ACL_ERROR", "Watchdog caught", "Remote Rank", "RankID:",
+    "Unable to find address", "Cluster Exception", "Recv unmatched", "ROCE CQE", "ROCE_CQE", "Some ranks tls",
+    "Cannot find bin", "AclSetCompileopt", "MLA only", "Tensors must", "InvalidVersion", "Invalid device ID",
+    "Worker exit type", "Killed", "Segmentation", "Fatal Python", "SIGSEGV", "SIGABRT", "SIGKILL", "SIGBUS", "Job '",
+    ".so: cannot", "port[", "tls switch[", "generate_sequences", "status[LOST]", "status[STUCK]", "error cqe",
+    "has no NPU available", "running low on memory", "too large to fit", "update_weights_bucket_megabytes",
+    "_layernorm", "common.pt", ".metadata", "metadata.json", "modified by an inplace", "Error", "Exception", "Exit",
+    "Interrupt", "[ERROR]", "died", "Died", "exit code", "exit status", "exitcode", "core dumped", "failed",
+    "NPU device is not available",
+    # the failures every verl run meets (families/common.py) whose lines hold none of the above
+    "Could not override", "is not in struct", "Missing mandatory value", "omegaconf.errors", "No such file",
+    "Unable to find", "can't start new thread", "pthread_create", "Resource temporarily unavailable",
+    "not a valid model identifier", "does not appear to have a file", "size mismatch for", "state_dict",
+    "divisible by", "timed out in blocking wait", "Timed out waiting", "System memory low at node",
+    "cannot be scheduled right now", "placement group", "could not find a node type", "ACL stream synchronize failed",
+    "client socket has", "via c10d key-value store", "killed due to memory pressure")
+SCAN_REGEX, SCAN_LITERALS = anchors.build(SCAN_ANCHORS, SCAN_CODES)
+# verl's step lines are evidence and only the last one counts: the scanner looks for it with one rfind per block
+STEP_KEY = "timing_s/gen:"
 EVIDENCE_KEYWORDS = ("generate_sequences", "No available shared memory broadcast block", "TLS SWITCH", "tls switch[",
                      "timing_s/gen:")

@@ -73,6 +73,15 @@ class Run:
         return self.end is not None
 
 
+def line_number(data, pos, base_line, newlines) -> int:
+    """The 1-based line number of byte ``pos`` of a block that starts at line ``base_line + 1`` and holds
+    ``newlines``: counted from the nearer end (the marks and the last step line are usually near the block's end,
+    and counting a whole block again for each was a tenth of the scan of a big log)."""
+    if pos > len(data) // 2:
+        return base_line + newlines - data.count(b"\n", pos) + 1
+    return base_line + data.count(b"\n", 0, pos) + 1
+
+
 def _line_at(data, pos):
     start = data.rfind(b"\n", 0, pos) + 1
     end = data.find(b"\n", pos)
@@ -121,7 +130,7 @@ class Reader:
         self.runs = {}             # path -> Run
         self.starts = {}           # path -> first full timestamp of the file (None until one is seen)
 
-    def block(self, path, data, base_line, year):
+    def block(self, path, data, base_line, year, newlines=None):
         if self.starts.get(path) is None:
             m = _STAMP.search(data)
             if m:
@@ -131,21 +140,24 @@ class Reader:
         end = _first_end(data, max(last, 0))
         if last == -1 and end == -1:
             return
+        if newlines is None:
+            newlines = data.count(b"\n")
         run = self.runs.setdefault(path, Run())
         run.start = run.start or self.starts.get(path)
         if last != -1:
-            run.last = self._mark(data, last, base_line, year)
+            run.last = self._mark(data, last, base_line, year, newlines)
             run.end = None         # progress after an earlier end: a new run in the same file
-            run.step = run.last if step == last else self._mark(data, step, base_line, year) if step != -1 else run.step
+            run.step = (run.last if step == last else self._mark(data, step, base_line, year, newlines) if step != -1
+                        else run.step)
         if end != -1 and run.end is None:
-            run.end = self._mark(data, end, base_line, year)
+            run.end = self._mark(data, end, base_line, year, newlines)
 
-    def _mark(self, data, pos, base_line, year):
+    def _mark(self, data, pos, base_line, year, newlines):
         start, end = _line_at(data, pos)
         text = self.clean(data[start:end]).strip()
         m = _STEP.search(data, start, end)
         step = int(m.group(1)) if m else None
-        line = base_line + data.count(b"\n", 0, start) + 1
+        line = line_number(data, start, base_line, newlines)
         stamp = context.timestamp(text)
         if stamp is None:          # step lines carry no time: the last stamped line above gives a lower bound
             above = self.clean(data[max(0, start - WINDOW):start]).splitlines()

@@ -5,14 +5,36 @@ tested with (its "Release compatibility matrix"). A node whose vllm / torch / to
 the row of its installed vllm-ascend is the version-mismatch failure users report most (import
 errors, missing ops, `aclnn... error code is 561xxx`). The table is copied as data from the file
 and commit named in SOURCE; add rows from newer releases of that file.
+
+verl itself names one stack for its Ascend users (its install guide, VERL_SOURCE): the versions of
+CANN, Python, torch / torch_npu, transformers, vLLM / vllm-ascend and Megatron / MindSpeed its NPU CI
+and examples run. :func:`check_verl_stack` says where a node with verl 0.9.x departs from it.
 """
+
+from verl_ascend.core.stacks import VERL_SOURCE, VERL_STACK, VERL_STACK_FOR, stack_departures, stack_is_for
 
 from .findings import ok, skip, warn
 
-SOURCE = ("https://github.com/vllm-project/vllm-ascend/blob/01f8a0b0ab1919c8b4a2481b40d6ce175d964708/"
+SOURCE = ("https://github.com/vllm-project/vllm-ascend/blob/182b75ea84ff13ece27b57391331ef8935410aea/"
           "docs/source/community/versioning_policy.md")
 COLUMNS = ("vllm-ascend", "vllm", "cann", "torch", "torch_npu")
 ROWS = (
+    ("0.23.0", "0.23.0", "9.1.0", "2.10.0", "2.10.0.post4"),
+    ("0.23.0rc1", "0.23.0", "9.0.1", "2.10.0", "2.10.0.post2"),
+    ("0.22.1rc1", "0.22.1", "9.0.0", "2.10.0", "2.10.0"),
+    ("0.21.0rc1", "0.21.0", "9.0.0", "2.10.0", "2.10.0"),
+    ("0.20.2rc1", "0.20.2", "9.0.0", "2.10.0", "2.10.0"),
+    ("0.19.1rc1", "0.19.1", "8.5.1", "2.9.0", "2.9.0"),
+    ("0.18.0", "0.18.0", "8.5.1", "2.9.0", "2.9.0.post1+git4c901a4"),
+    ("0.18.0rc1", "0.18.0", "8.5.1", "2.9.0", "2.9.0"),
+    ("0.17.0rc1", "0.17.0", "8.5.1", "2.9.0", "2.9.0"),
+    ("0.16.0rc1", "0.16.0", "8.5.1", "2.9.0", "2.9.0"),
+    ("0.15.0rc1", "0.15.0", "8.5.0", "2.9.0", "2.9.0"),
+    ("0.14.0rc1", "0.14.1", "8.5.0", "2.9.0", "2.9.0"),
+    ("0.13.0rc3", "0.13.0", "8.5.1", "2.8.0", "2.8.0.post2"),
+    ("0.13.0", "0.13.0", "8.5.0", "2.8.0", "2.8.0.post2"),
+    ("0.13.0rc2", "0.13.0", "8.5.0", "2.8.0", "2.8.0.post1"),
+    ("0.13.0rc1", "0.13.0", "8.3.RC2", "2.8.0", "2.8.0"),
     ("0.12.0rc1", "0.12.0", "8.3.RC2", "2.8.0", "2.8.0"),
     ("0.11.0", "0.11.0", "8.3.RC2", "2.7.1", "2.7.1.post1"),
     ("0.11.0rc3", "0.11.0", "8.3.RC2", "2.7.1", "2.7.1.post1"),
@@ -70,3 +92,25 @@ def check(versions, cann_version="") -> list:
                  f"install the tested set (pip install vllm=={row['vllm']} torch=={row['torch']} "
                  f"torch-npu=={row['torch_npu']}, CANN {row['cann']}) or the vllm-ascend release matching what you "
                  f"have; table: {SOURCE}")]
+
+
+def check_verl_stack(versions, python_version=None, ascend_host=False) -> list:
+    """doctor versions.verl_stack: this node against the stack verl's install guide names for 0.9.x."""
+    verl = versions.get("verl", "")
+    if not verl:
+        return [skip(check_verl_stack, "verl not installed: no verl-recommended stack to compare against")]
+    if not stack_is_for(verl):
+        return [skip(check_verl_stack, f"verl {verl}: verl's install guide names its current Ascend stack for verl "
+                     f"{'.'.join(map(str, VERL_STACK_FOR))}.x ({VERL_SOURCE}); versions.known_good compares against "
+                     "vllm-ascend's own row")]
+    departs = stack_departures(versions, python_version)
+    hard = [d for d in departs if "accepted)" not in d]
+    want = ", ".join(f"{k} {v}" for k, v in VERL_STACK.items())
+    if not hard:
+        return [ok(check_verl_stack, f"verl {verl} with the stack its install guide names"
+                   + (f" ({'; '.join(departs)})" if departs else ""))]
+    message = f"verl {verl}'s install guide names {want}; this environment has " + "; ".join(departs)
+    fix = f"install the guide's versions (or know why not): {VERL_SOURCE}"
+    if not ascend_host:  # a CPU or GPU machine has its own torch: said, not judged
+        return [skip(check_verl_stack, message + " (not an Ascend node: not judged)", fix)]
+    return [warn(check_verl_stack, message, fix)]

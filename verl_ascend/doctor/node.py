@@ -55,6 +55,11 @@ class Node:
 
         return platform.installed_versions(*DISTS)
 
+    def _read_megatron_path(self):
+        from verl_ascend.core import megatron_path
+
+        return megatron_path.facts()
+
     def _read_torch_version(self):
         return self.versions["torch"]
 

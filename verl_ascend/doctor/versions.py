@@ -8,7 +8,7 @@ from .findings import error, ok, skip, warn
 from .torch import release
 
 # dist names doctor reads the installed versions of (core.platform.installed_versions)
-DISTS = ("verl", "tensordict", "vllm", "vllm-ascend", "mindspeed", "megatron-core", "torch", "torch-npu")
+DISTS = ("verl", "tensordict", "vllm", "vllm-ascend", "mindspeed", "megatron-core", "torch", "torch-npu", "transformers")
 
 
 def check_verl(versions, verl_verdict=None) -> list:
@@ -84,3 +84,42 @@ def check_trainer_loop() -> list:
     return [error(check_trainer_loop, f"verl {verl_install.version()} runs the v1 TransferQueue loop by default "
                   f"(trainer.use_v1=True), which imports {', '.join(missing)}: not installed, main_ppo fails at start-up",
                   verl_install.v1_install_hint(missing) + " on every node, or pass trainer.use_v1=False")]
+
+
+TE_NVIDIA_PARTS = "transformer_engine transformer_engine_cu12 transformer_engine_torch"
+
+
+def check_megatron_path(megatron_path, ascend_host) -> list:
+    """MindSpeed or MegatronAdaptor + TransformerEngine-NPU (core.megatron_path.facts), and the module-name
+    clash of TE-NPU with NVIDIA's TransformerEngine."""
+    found = megatron_path
+    te, adaptor, ms = found["transformer_engine"], found["megatron_adaptor"], found["mindspeed"]
+    if te and te["clash"]:
+        return [error(check_megatron_path, f"two packages install the module transformer_engine: NVIDIA's "
+                      f"{', '.join(te['nvidia'])} and {', '.join(te['other'])}; whichever was installed last "
+                      "overwrote the other's files", f"on NPU keep TransformerEngine-NPU: pip uninstall {TE_NVIDIA_PARTS}, "
+                      "then reinstall TransformerEngine-NPU; on GPU the reverse")]
+    if te and te["nvidia"] and ascend_host:
+        return [warn(check_megatron_path, f"NVIDIA's TransformerEngine ({', '.join(te['nvidia'])}) is installed on an "
+                     "Ascend node: importing it loads cuDNN and fails (modelscope/ms-swift#6968), and MindSpeed / "
+                     "MegatronAdaptor import transformer_engine when it is there",
+                     f"pip uninstall {TE_NVIDIA_PARTS}; MegatronAdaptor needs TransformerEngine-NPU in its place")]
+    if adaptor is not None:
+        notes = [f"MegatronAdaptor installed ({adaptor or 'no distribution metadata'})"]
+        if not te:
+            return [warn(check_megatron_path, notes[0] + " without a transformer_engine module: it runs Megatron "
+                         "through TransformerEngine-NPU", "install TransformerEngine-NPU (the branch matching "
+                         "MegatronAdaptor's core_r branch) before `import megatron_adaptor`")]
+        notes.append("transformer_engine from " + (", ".join(te["owners"]) or "a package without metadata"))
+        if ms is not None:
+            notes.append(f"MindSpeed {ms or ''} too: verl-ascend's mindspeed patch stands down in a process that "
+                         "imported megatron_adaptor before Megatron, but verl >= 0.8's Megatron engine package imports "
+                         "MindSpeed's adaptor itself wherever MindSpeed is installed (its MindspeedEngine)")
+        else:
+            notes.append("no verl release has an engine for it (verl-project/verl#7142 closed unmerged): verl's "
+                         "Megatron workers on NPU run through MindSpeed")
+        return [ok(check_megatron_path, "; ".join(notes))]
+    if ms is not None:
+        return [ok(check_megatron_path, "Megatron on NPU through MindSpeed (MegatronAdaptor not installed)")]
+    return [skip(check_megatron_path, "neither MindSpeed nor MegatronAdaptor installed"
+                 + ("" if ascend_host else " (not an Ascend node)"))]

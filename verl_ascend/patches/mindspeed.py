@@ -26,6 +26,12 @@ How: on an Ascend host with MindSpeed installed (or in a ``verl-ascend rehearse`
       and the keys are kept out of ``TransformerConfig`` for the build and put back after.
     Megatron's fields are read from the config classes defined in ``megatron.*`` modules only:
     MindSpeed's generated subclasses carry a field per MindSpeed option.
+    Beside MegatronAdaptor (``import megatron_adaptor``, the other Megatron-on-NPU stack, with
+    TransformerEngine-NPU): when that module is imported (or being imported) in the process before a
+    step acts, that process chose MegatronAdaptor, and every step stands down (reported, nothing
+    imported or wrapped): MindSpeed's adaptor patched in beside it would change the same Megatron
+    functions twice. Where nothing imported ``megatron_adaptor`` first, MindSpeed is wired as above;
+    ``doctor``'s versions.megatron_path names both stacks when both are installed.
 Upstream: verl ``workers/megatron_workers.py`` (repatch in ActorRolloutRefWorker only),
     ``workers/engine/mindspeed/transformer_impl.py``; MindSpeed ``megatron_adaptor.py``
     (``repatch``), ``core/megatron_basic/arguments_basic.py`` (``transformer_config_init_wrapper``).
@@ -41,7 +47,7 @@ import logging
 import sys
 import threading
 
-from verl_ascend.core import platform, settings
+from verl_ascend.core import megatron_path, platform, settings
 from verl_ascend.core.marks import unwrap, wrap
 from verl_ascend.core.registry import Patch, Step
 
@@ -128,7 +134,18 @@ def _warn_dropped(keys) -> None:
 
 # --- adaptor before Megatron --------------------------------------------------------------------
 
+def _megatron_adaptor_chosen():
+    """The reason every step stands down, when this process imports MegatronAdaptor's ``megatron_adaptor``."""
+    if megatron_path.ADAPTOR_MODULE in sys.modules:
+        return ("megatron_adaptor (MegatronAdaptor + TransformerEngine-NPU) was imported in this process: its path "
+                "adapts Megatron here, MindSpeed's adaptor is not added beside it")
+    return None
+
+
 def _adaptor_applies(module):
+    chosen = _megatron_adaptor_chosen()
+    if chosen:
+        return chosen
     if module is not None:
         reason = (
             "megatron was imported before verl, too early to put mindspeed.megatron_adaptor first; "
@@ -172,6 +189,9 @@ def _repatch(module, options: dict) -> None:
 
 
 def _legacy_applies(module):
+    chosen = _megatron_adaptor_chosen()
+    if chosen:
+        return chosen
     worker = getattr(module, "MegatronWorker", None)
     if worker is None or not hasattr(worker, "_init_hf_config_and_tf_config"):
         return "this verl's megatron_workers has no MegatronWorker._init_hf_config_and_tf_config"
@@ -219,6 +239,9 @@ def _legacy_apply(module):
 # --- engine workers (verl >= 0.8) ---------------------------------------------------------------
 
 def _engine_applies(module):
+    chosen = _megatron_adaptor_chosen()
+    if chosen:
+        return chosen
     engine = getattr(module, "MegatronEngine", None)
     if engine is None or not hasattr(engine, "_build_tf_config"):
         return "this verl's Megatron engine has no MegatronEngine._build_tf_config"

@@ -10,7 +10,7 @@ import os
 import sys
 from pathlib import Path
 
-from verl_ascend.core import platform
+from verl_ascend.core import megatron_path, platform
 from verl_ascend.rehearse import plan as plan_mod
 from verl_ascend.rehearse.runtime import ENV
 
@@ -101,7 +101,7 @@ def megatron_layout(cfg, overrides, nproc: int, real: dict, mindspeed: str):
     from verl_ascend.rehearse import assets, layout
 
     experts = assets.tiny_experts(real)["num_experts"] if assets.is_moe(real) else 0
-    fields = None if mindspeed else layout.transformer_config_fields()
+    fields = None if mindspeed else megatron_path.transformer_config_fields()
     try:
         return layout.plan(cfg, nproc, real_layers=int(real.get("num_hidden_layers") or 2), experts=experts,
                            fields=fields, mindspeed=bool(mindspeed), ref_own_transformer=_ref_own(overrides),

@@ -275,23 +275,3 @@ def plan(cfg, nproc: int, *, real_layers: int, experts: int, fields=None, mindsp
             replaced[full] = "layer counts and MindSpeed-only keys -> see the layout lines"
             changes.append(f"{verb}: {full}: {_value(old)} -> {_value(new) if new is not None else '(dropped)'} ({why})")
     return Layout(layouts, layers, real_layers, nproc, bool(experts), [o for o in overrides if o], replaced, changes)
-
-
-def transformer_config_fields() -> Optional[set]:
-    """megatron-core's TransformerConfig field names (feature detection), in a child process so that this one
-    does not import megatron (MindSpeed, where present, must patch it first); None when it cannot be read."""
-    import json
-    import os
-    import subprocess
-    import sys
-
-    code = ("import dataclasses, json\nfrom megatron.core.transformer.transformer_config import TransformerConfig\n"
-            "print(json.dumps(sorted(f.name for f in dataclasses.fields(TransformerConfig))))")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("VERL_ASCEND_REHEARSE")}
-    env.update(TORCH_DEVICE_BACKEND_AUTOLOAD="0", VERL_ASCEND_DEVICE="cpu")
-    try:
-        proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=180,
-                              stdin=subprocess.DEVNULL)
-        return set(json.loads(proc.stdout.strip().splitlines()[-1])) if proc.returncode == 0 else None
-    except (OSError, subprocess.TimeoutExpired, ValueError, IndexError):
-        return None

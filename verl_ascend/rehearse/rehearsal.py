@@ -254,7 +254,8 @@ def run(options) -> int:
                             "Fix: pass another --out or remove that folder")
     out.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix="va-rh-"))  # short: Ray's socket paths must stay < 108 bytes
-    model_dir = out / "model" if options.keep_model else work / "model"
+    keep = options.keep_model or options.plan  # a plan's commands.txt names the model: it stays
+    model_dir = out / "model" if keep else work / "model"
     from verl_ascend.rehearse import reaper
 
     try:
@@ -294,7 +295,7 @@ def _rehearse(options, recipe, launch, out, ckpt_dir, work, model_dir, started, 
     megatron = None
     if layout is not None:
         try:
-            mcore_dir = out / "model_mcore" if options.keep_model else work / "mcore"
+            mcore_dir = out / "model_mcore" if options.keep_model or options.plan else work / "mcore"
             megatron = engine._megatron(cfg, overrides, layout, model_dir, mcore_dir, given=options.overrides,
                                         mindspeed=mindspeed)
         except ConvertFailed as exc:
@@ -336,20 +337,24 @@ def _rehearse(options, recipe, launch, out, ckpt_dir, work, model_dir, started, 
     env = child_env(launch.env, megatron)
     from verl_ascend.rehearse import runner
 
-    (out / "commands.txt").unlink(missing_ok=True)
-
     logs, said, phases = [], [], [("train", steps, base), ("resume", steps + 1,
                                                   base + [f"trainer.total_training_steps={steps + 1}"])]
+    # each phase's command, to run it again by hand (without the PID namespace)
+    own = [f"{k}={v}" for k, v in sorted(env.items()) if os.environ.get(k) != v and k not in ("RAY_AUTH_TOKEN", runner.MARK)]
+    tmp_commands = out / "commands.txt.tmp"
+    tmp_commands.write_text("".join(f"# {label}: cd {shlex.quote(run_cwd)} && \\\n"
+                                    f"{shlex.join(['env'] + own + argv + overrides_run)}\n" for label, _, overrides_run in phases))
+    tmp_commands.replace(out / "commands.txt")
     trainer = launch.module.rsplit(".", 1)[-1]  # main_ppo, or main_dapo from a verl tree
+    if options.plan:
+        print(f"rehearse: plan only: {out / 'changes.txt'}, {out / 'commands.txt'} (the tiny model in {model_dir}); "
+              f"{trainer} not run", flush=True)
+        return 0
     for label, last_step, overrides_run in phases:
         log = out / ("console.log" if label == "train" else "console_resume.log")
         print(f"rehearse: {label}: {trainer} to step {last_step} on {nproc} CPU rank(s); log {log}; Ray in {ray_tmp}",
               flush=True)
         spaces = []
-        with open(out / "commands.txt", "a") as fh:  # to run a phase again by hand (without the PID namespace)
-            own = [f"{k}={v}" for k, v in sorted(env.items())
-                   if os.environ.get(k) != v and k not in ("RAY_AUTH_TOKEN", runner.MARK)]
-            fh.write(f"# {label}: cd {shlex.quote(run_cwd)} && \\\n{shlex.join(['env'] + own + argv + overrides_run)}\n")
         code, seen, error = runner.run(argv + overrides_run + [f"hydra.run.dir={out / 'hydra'}"], env, run_cwd, log,
                                        options.timeout, label, said=said, namespace=spaces)
         logs.append(log)

@@ -1,7 +1,12 @@
 """Faults from verl's NPU FAQ (docs/ascend_tutorial/en/faq/faq.rst): the weight-sync bucket, MindSpeed too old for
-the model, Megatron checkpoints saved on non-shared storage."""
+the model, Megatron checkpoints saved on non-shared storage; and a dist checkpoint that lacks a tensor the model loads
+(megatron-core's and torch DCP's own messages, which name the tensor)."""
 
-from .model import VERL_NPU_FAQ, Family, Rule
+from .model import GH, VERL_NPU_FAQ, Family, Rule
+
+# megatron-core's load planner: KeyError: "<key> from model not in state dict: [<the keys it has>]"; torch DCP's
+# default planner: RuntimeError: Missing key in checkpoint state_dict: <key>.
+MISSING_TENSOR = r"KeyError: ['\"](\S+) from model not in state dict|Missing key in checkpoint state_dict: (\S+?)\.?\s*$"
 
 FAMILIES = {f.id: f for f in (
     Family(
@@ -31,13 +36,29 @@ FAMILIES = {f.id: f for f in (
         "confirms; or put `trainer.default_local_dir` on shared storage.",
         (VERL_NPU_FAQ,),
     ),
+    Family(
+        "ckpt_missing_tensor", 33, "The checkpoint lacks a tensor the model loads",
+        "A Megatron / torch DCP checkpoint is read through its `.metadata` index: the model asked for a tensor (named "
+        "in the headline and the notes) that the index does not list. Either the checkpoint is incomplete (a "
+        "conversion or copy that stopped part-way, a save that did not finish) or it was saved from a model with "
+        "other layers (another architecture, config or converter version).",
+        "If it is a training checkpoint: `verl-ascend ckpt check <trainer.default_local_dir>` on every node says "
+        "whether that step's save finished and all its files are there; resume from a complete step. If it is a "
+        "converted model (the initial weights): convert it again from the HF model into an empty folder and load "
+        "it with the model config it was converted with (same layers, heads, experts, QK norm); a tensor name the "
+        "checkpoint never had means the configs differ.",
+        (GH + "modelscope/ms-swift/issues/6637", GH + "NVIDIA/Megatron-LM/issues/1032"),
+    ),
 )}
 
 RULES = (
     Rule("weight_bucket_too_small", ("too large to fit in the bucket", "update_weights_bucket_megabytes"),
          r"too large to fit in the bucket|increase \S*update_weights_bucket_megabytes"),
-    Rule("mindspeed_too_old", ("q_layernorm", "k_layernorm"), r"KeyError: .*\b[qk]_layernorm\b"),
+    # not megatron's missing-tensor KeyError, which lists every key the checkpoint has (q_layernorm ones too)
+    Rule("mindspeed_too_old", ("q_layernorm", "k_layernorm"), r"KeyError: .*\b[qk]_layernorm\b",
+         unless=r"from model not in state dict"),
     Rule("ckpt_metadata_missing", ("common.pt", ".metadata", "metadata.json"),
          r"(?:FileNotFoundError|No such file or directory|CheckpointingException).*"
          r"(?:\bcommon\.pt\b|/\.metadata\b|\.metadata['\"]?\s*$|\bmetadata\.json\b)"),
+    Rule("ckpt_missing_tensor", ("KeyError", "Missing key in checkpoint state_dict"), MISSING_TENSOR),
 )

@@ -1,0 +1,115 @@
+"""Which way Megatron runs on NPU in this environment: MindSpeed, or MegatronAdaptor with TransformerEngine-NPU.
+
+Two stacks adapt Megatron-LM to Ascend NPUs:
+- MindSpeed (``import mindspeed.megatron_adaptor`` before Megatron): verl's own NPU path, through its
+  ``MindspeedEngine`` (verl >= 0.8) or our ``mindspeed`` patch (verl <= 0.7).
+- MegatronAdaptor + TransformerEngine-NPU (``import megatron_adaptor``): newer megatron-core (0.17, 0.18),
+  used by ms-swift (PR modelscope/ms-swift#10087) and ROLL (alibaba/ROLL#492), and named beside MindSpeed
+  in verl's Qwen3.5 Megatron examples (``examples/grpo_trainer/run_qwen3_5_*_megatron.sh``); verl's own
+  engine for it (verl-project/verl#7142) was closed unmerged, so no verl release selects it.
+
+TransformerEngine-NPU installs its code as the module ``transformer_engine``: the name of NVIDIA's
+TransformerEngine, whose import on a host without CUDA fails loading cuDNN (the traceback in
+modelscope/ms-swift#6968, MindSpeed importing NVIDIA's package on an NPU host). NVIDIA's is recognised
+by its CUDA build distribution (``transformer_engine_cu12`` / ``_cu13``, which its ``transformer_engine``
+meta-package requires); any other owner of the module is taken for a non-CUDA build (TE-NPU or a source
+build). Two owners of one module overwrite each other's files: the clash is named.
+
+Metadata and import specs only: nothing here imports MindSpeed, MegatronAdaptor or TransformerEngine.
+"""
+
+import importlib.util
+import re
+import sys
+from typing import Optional
+
+ADAPTOR_MODULE = "megatron_adaptor"
+TE_MODULE = "transformer_engine"
+_NVIDIA_CUDA_DIST = re.compile(r"^transformer[-_]engine[-_]cu\d+$", re.IGNORECASE)
+_NVIDIA_PARTS = re.compile(r"^transformer[-_]engine([-_](torch|jax|cu\d+))?$", re.IGNORECASE)
+
+
+def _found(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def _owners(module: str) -> list:
+    from importlib import metadata
+
+    return sorted(set(metadata.packages_distributions().get(module, [])))
+
+
+def _version(dist: str) -> str:
+    from importlib import metadata
+
+    try:
+        return metadata.version(dist)
+    except metadata.PackageNotFoundError:
+        return ""
+
+
+def _installed_dists() -> list:
+    from importlib import metadata
+
+    return sorted({(d.metadata["Name"] or "") for d in metadata.distributions()} - {""})
+
+
+def facts() -> dict:
+    """What decides the Megatron-on-NPU path here: {"mindspeed": version or '' (None: not installed),
+    "megatron_adaptor": "dist version" or '' (None: not installed), "transformer_engine": {"owners": [...],
+    "nvidia": [CUDA dists], "other": [non-NVIDIA owners], "clash": bool} or None, "adaptor_imported": bool}."""
+    mindspeed = (_version("mindspeed") or "") if _found("mindspeed") else None
+    adaptor = None
+    if _found(ADAPTOR_MODULE):
+        owners = _owners(ADAPTOR_MODULE)
+        adaptor = ", ".join(f"{d} {_version(d)}".strip() for d in owners)
+    te = None
+    owners = _owners(TE_MODULE)
+    if owners or _found(TE_MODULE):
+        nvidia = [d for d in _installed_dists() if _NVIDIA_CUDA_DIST.match(d)]
+        other = [d for d in owners if not _NVIDIA_PARTS.match(d)]
+        te = {"owners": owners, "nvidia": nvidia, "other": other, "clash": bool(nvidia and other)}
+    return {"mindspeed": mindspeed, "megatron_adaptor": adaptor, "transformer_engine": te,
+            "adaptor_imported": ADAPTOR_MODULE in sys.modules}
+
+
+def summary(found: dict) -> str:
+    """One line for ``status``: the stacks present and the TransformerEngine that owns the module."""
+    parts = []
+    if found["mindspeed"] is not None:
+        parts.append(f"MindSpeed {found['mindspeed'] or '(version unknown)'}")
+    if found["megatron_adaptor"] is not None:
+        parts.append(f"MegatronAdaptor ({found['megatron_adaptor'] or 'no distribution metadata'})")
+    te = found["transformer_engine"]
+    if te:
+        if te["clash"]:
+            parts.append(f"transformer_engine CLASH: NVIDIA's {', '.join(te['nvidia'])} and {', '.join(te['other'])} "
+                         "install the same module")
+        elif te["nvidia"]:
+            parts.append(f"transformer_engine: NVIDIA's CUDA build ({', '.join(te['nvidia'])})")
+        else:
+            parts.append(f"transformer_engine: not NVIDIA's CUDA build ({', '.join(te['owners']) or 'no metadata'}: "
+                         "TE-NPU or a source build)")
+    return "; ".join(parts) if parts else "neither MindSpeed nor MegatronAdaptor installed"
+
+
+def transformer_config_fields() -> Optional[set]:
+    """megatron-core's TransformerConfig field names (feature detection), in a child process so that this one
+    does not import megatron (MindSpeed, where present, must patch it first); None when it cannot be read."""
+    import json
+    import os
+    import subprocess
+
+    code = ("import dataclasses, json\nfrom megatron.core.transformer.transformer_config import TransformerConfig\n"
+            "print(json.dumps(sorted(f.name for f in dataclasses.fields(TransformerConfig))))")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("VERL_ASCEND_REHEARSE")}
+    env.update(TORCH_DEVICE_BACKEND_AUTOLOAD="0", VERL_ASCEND_DEVICE="cpu")
+    try:
+        proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=180,
+                              stdin=subprocess.DEVNULL)
+        return set(json.loads(proc.stdout.strip().splitlines()[-1])) if proc.returncode == 0 else None
+    except (OSError, subprocess.TimeoutExpired, ValueError, IndexError):
+        return None
