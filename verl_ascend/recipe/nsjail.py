@@ -67,8 +67,7 @@ def _enc(value):
 
 
 def _mount(source, target, fstype, flags, data=None, what=""):
-    enc = _enc
-    _check(_libc.mount(enc(source), enc(target), enc(fstype), ctypes.c_ulong(flags), enc(data)),
+    _check(_libc.mount(_enc(source), _enc(target), _enc(fstype), ctypes.c_ulong(flags), _enc(data)),
            what or f"mount {source} on {target}")
 
 
