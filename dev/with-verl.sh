@@ -128,13 +128,33 @@ install_into() {  # install_into VENV ARGS...: resolve and install ARGS into VEN
   fi
 }
 
-create_venv() {  # create_venv VENV: an empty venv with pip in it (tests call `python -m pip download`)
-  local venv=$1
+create_venv() {  # create_venv VENV PYTHON: an empty venv with pip in it (tests call `python -m pip download`)
+  local venv=$1 python=$2
   rm -rf "$venv"
   if [ -n "$UV" ]; then
-    "$UV" venv -q --seed --python "$PY" "$venv"
+    "$UV" venv -q --seed --python "$python" "$venv"
   else
-    "$PY" -m venv "$venv"
+    "$python" -m venv "$venv"
+  fi
+}
+
+# A requirements file may name the Python of that stack (`# python: 3.12`): used when this machine has
+# python3.12 on PATH (PYTHON, when set, wins for every version); otherwise the default, said once.
+python_for() {
+  local want
+  want=$(sed -n 's/^# python: *\([0-9][0-9.]*\).*/\1/p' "$1" | head -1)
+  if [ -n "${PYTHON:-}" ] || [ -z "$want" ]; then echo "$PY"; return; fi
+  local found=""
+  if command -v "python$want" >/dev/null && "python$want" -c "import sys" 2>/dev/null; then
+    found="python$want"
+  elif command -v pyenv >/dev/null; then  # installed under pyenv but not its active version: its shim refuses
+    found=$(ls -d "$(pyenv root)"/versions/"$want".*/bin/"python$want" 2>/dev/null | sort -V | tail -1)
+  fi
+  if [ -n "$found" ]; then
+    echo "$found"
+  else
+    echo "== $1 names Python $want, which this machine does not have: using $("$PY" -c 'import sys; print(sys.version.split()[0])')" >&2
+    echo "$PY"
   fi
 }
 
@@ -171,13 +191,16 @@ for v in "${versions[@]}"; do
   [ -f "$overrides" ] || overrides=""
   OVERRIDES=$overrides
   marker=$(sed -n 's/^# test-marker: *\([A-Za-z_][A-Za-z0-9_]*\).*/\1/p' "$req" | head -1)
-  stamp=$(cat "$req" pyproject.toml dev/excludes-torch-cuda.txt ${overrides:+"$overrides"} | sha256sum | cut -c1-16)-$torch_spec
+  python=$(python_for "$req")
+  stamp=$(cat "$req" pyproject.toml dev/excludes-torch-cuda.txt ${overrides:+"$overrides"} | sha256sum | cut -c1-16)-$torch_spec-$("$python" -c 'import sys; print("%d.%d" % sys.version_info[:2])')
   (
     if command -v flock >/dev/null; then flock 9; fi  # another run of this script on this checkout may be setting up the same version
-    if [ ! -f "$venv/pyvenv.cfg" ] || [ ! -x "$venv/bin/python" ]; then
+    want_minor=$("$python" -c 'import sys; print("%d.%d" % sys.version_info[:2])')
+    have_minor=$("$venv/bin/python" -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null || true)
+    if [ ! -f "$venv/pyvenv.cfg" ] || [ ! -x "$venv/bin/python" ] || [ "$have_minor" != "$want_minor" ]; then
       # no pyvenv.cfg = not a venv (an interrupted creation): its python would install globally
       echo "== creating $venv"
-      create_venv "$venv"
+      create_venv "$venv" "$python"
       # torch first on its own, from the CPU wheel, so nothing below can pull a CUDA build
       install_into "$venv" "$torch_spec"
     fi

@@ -39,6 +39,9 @@ def _published_tree(dist: str, version: str, stamp: str, keep, timeout: int) -> 
         try:
             proc = subprocess.run(
                 [sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--only-binary=:all:",
+                 # only Python sources are kept, the same in every CPython build: asking for 3.11's lets pip take
+                 # a local CPU wheel where the machine has one (torch 2.13.0) instead of a CUDA wheel for this Python
+                 *(["--python-version", "3.11"] if dist == "torch" else []),
                  f"{dist}=={version}", "-d", tmp],
                 capture_output=True, text=True, timeout=timeout,
             )

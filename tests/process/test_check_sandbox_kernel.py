@@ -1,4 +1,4 @@
-"""`check` sandboxes with no bwrap on PATH (#36 item 5): verl_ascend/recipe/nsjail.py gives the guarantees
+"""`check` sandboxes with no bwrap on PATH (#36 item 5): verl_ascend/recipe/kernel_jail.py gives the guarantees
 bubblewrap gave, measured from inside and outside a real sandboxed process: new user, PID, network, IPC,
 UTS and mount namespaces; no capability; a read-only host with throw-away views; only a loopback network;
 and the kernel ends every process when the sandbox ends. The hostile-launcher canary and the timeout test
@@ -65,7 +65,7 @@ def _sandboxed(tmp_path, script_text, timeout=60):
     script = tmp_path / "probe.sh"
     script.write_text(script_text)
     argv = sandbox.command(script, tmp_path, [tmp_path], capture, [bins], scratch)
-    assert any(a.endswith("nsjail.py") for a in argv), argv  # the path without bwrap, not bubblewrap
+    assert any(a.endswith("kernel_jail.py") for a in argv), argv  # the path without bwrap, not bubblewrap
     env = dict(os.environ, VA_CHECK_CAPTURE=str(capture))
     proc = subprocess.Popen(argv, cwd=tmp_path, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, start_new_session=True)

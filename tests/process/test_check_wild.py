@@ -42,7 +42,7 @@ def _snapshot(folder: Path) -> dict:
 @pytest.fixture(params=["bwrap", "kernel"])
 def sandbox_tool(request, monkeypatch):
     """The two ways check makes its sandbox: bubblewrap found on PATH, and, with no bwrap on PATH (a fresh
-    machine after a pip install alone), the namespaces made by verl_ascend/recipe/nsjail.py."""
+    machine after a pip install alone), the namespaces made by verl_ascend/recipe/kernel_jail.py."""
     from verl_ascend.recipe import sandbox
 
     if request.param == "kernel":
@@ -51,7 +51,7 @@ def sandbox_tool(request, monkeypatch):
     else:
         assert shutil.which("bwrap"), "this test host needs bubblewrap on PATH for the bwrap half"
     argv = sandbox.command(Path("/x.sh"), Path("/"), [], Path("/c"), [], Path("/s"))
-    assert any(a.endswith("nsjail.py") for a in argv) == (request.param == "kernel"), argv
+    assert any(a.endswith("kernel_jail.py") for a in argv) == (request.param == "kernel"), argv
     return request.param
 
 

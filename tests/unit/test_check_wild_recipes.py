@@ -133,7 +133,7 @@ def test_host_limits_and_hub_ids_are_not_recipe_errors(home, tmp_path, check):
 
 @pytest.mark.parametrize("bwrap_on_path", [True, False])
 def test_timeout_ends_every_process_the_recipe_started(tmp_path, monkeypatch, bwrap_on_path):
-    """With bwrap, and with no bwrap on PATH (verl_ascend/recipe/nsjail.py makes the namespaces)."""
+    """With bwrap, and with no bwrap on PATH (verl_ascend/recipe/kernel_jail.py makes the namespaces)."""
     from verl_ascend.recipe import extract
 
     if not bwrap_on_path:

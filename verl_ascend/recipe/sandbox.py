@@ -19,7 +19,7 @@ How, in two steps, both standard Linux tools:
    No process outside can be seen or signalled; when the sandbox's first process dies, the kernel
    ends every process inside (a timeout kills the whole tree, ``sleep`` children included).
    Where no ``bwrap`` is on PATH (a fresh machine after ``pip install verl-ascend`` alone, a login
-   node without root), :mod:`.nsjail` makes the same namespaces and mounts with the kernel's calls
+   node without root), :mod:`.kernel_jail` makes the same namespaces and mounts with the kernel's calls
    (unshare(2), mount(2), prctl(2), capset(2)), from the standard library; docs/check.md says why this
    and not a bwrap binary shipped in a wheel.
 
@@ -76,7 +76,7 @@ class Unavailable(BadInput, RuntimeError):
 
 
 def tools() -> tuple:
-    """(unshare, bwrap) paths, bwrap None where none is on PATH (then :mod:`.nsjail` makes the same
+    """(unshare, bwrap) paths, bwrap None where none is on PATH (then :mod:`.kernel_jail` makes the same
     namespaces); raise Unavailable when ``unshare`` is missing."""
     unshare, bwrap = shutil.which("unshare"), shutil.which("bwrap")
     if not unshare:
@@ -95,15 +95,15 @@ def _bwrap_args(bwrap, views, scratch, readonly, capture, cwd) -> list:
     return args + ["--bind", str(capture), str(capture), "--chdir", str(cwd), "--"]
 
 
-def _nsjail_args(views, scratch, readonly, capture, cwd) -> list:
-    """The same sandbox without bwrap: :mod:`.nsjail` run as a file by this interpreter, isolated (-I) and
+def _kernel_jail_args(views, scratch, readonly, capture, cwd) -> list:
+    """The same sandbox without bwrap: :mod:`.kernel_jail` run as a file by this interpreter, isolated (-I) and
     without site-packages (-S): it needs the standard library only."""
     import json
     import sys
 
     spec = {"views": [(f"{scratch}/m{i}", d) for i, (d, _) in enumerate(views, 1)],
             "read_only": [str(d) for d in readonly], "read_write": [str(capture)], "chdir": str(cwd)}
-    return [sys.executable, "-I", "-S", str(Path(__file__).with_name("nsjail.py")), json.dumps(spec), "--"]
+    return [sys.executable, "-I", "-S", str(Path(__file__).with_name("kernel_jail.py")), json.dumps(spec), "--"]
 
 
 def _views(cwd: Path, extra: list) -> list:
@@ -133,7 +133,7 @@ def command(script: Path, cwd: Path, extra: list, capture: Path, readonly: list,
     unshare, bwrap = tools()
     views = _views(cwd, extra)
     args = (_bwrap_args(bwrap, views, scratch, readonly, capture, cwd) if bwrap
-            else _nsjail_args(views, scratch, readonly, capture, cwd))
+            else _kernel_jail_args(views, scratch, readonly, capture, cwd))
     args += ["bash", "-c", _STARTED, str(script)]
     # real root needs no user namespace to mount (and old kernels allow overlays only to it)
     userns = [] if os.geteuid() == 0 else ["--user", "--map-root-user"]

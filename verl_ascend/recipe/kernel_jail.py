@@ -1,6 +1,6 @@
 """The sandbox's second step where no ``bwrap`` is on PATH: the same namespaces, made with the kernel's calls.
 
-Run as a file by a bare interpreter (``python -I -S nsjail.py SPEC -- COMMAND...``) inside the private mount
+Run as a file by a bare interpreter (``python -I -S kernel_jail.py SPEC -- COMMAND...``) inside the private mount
 table that ``unshare --mount`` made (:mod:`.sandbox`, step 1); standard library only (``ctypes`` for
 unshare(2), mount(2), prctl(2), capset(2)), nothing of verl-ascend or site-packages is imported.
 
@@ -224,7 +224,7 @@ def _open_paths(paths):
 
 def main(argv) -> int:
     if len(argv) < 3 or argv[1] != "--":
-        print("usage: nsjail.py SPEC-JSON -- COMMAND...", file=sys.stderr)
+        print("usage: kernel_jail.py SPEC-JSON -- COMMAND...", file=sys.stderr)
         return 2
     spec, command = json.loads(argv[0]), argv[2:]
     try:
