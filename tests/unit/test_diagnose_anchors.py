@@ -1,7 +1,7 @@
-"""The block scan's built regex selects exactly the lines that hold a scan anchor or an error code.
+"""The block scan's RE2 pattern selects exactly the lines that hold a scan anchor or an error code.
 
-anchors.build matches each literal from its rarest byte with a look-behind for the bytes before it (speed,
-bench/diagnose_speed.py); the lines the scanner reads must be the same as a plain "any anchor in the line".
+anchors.lines searches whole blocks with pyarrow's RE2 (speed, bench/diagnose_speed.py); the lines the scanner reads
+must be the same as a plain "any anchor in the line", whatever the bytes around them.
 """
 
 import re
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from verl_ascend.diagnose import anchors, table
+from verl_ascend.diagnose import anchors, scan, table
 
 pytestmark = pytest.mark.verl_agnostic
 FIXTURES = Path(__file__).parents[1] / "fixtures"
@@ -22,32 +22,73 @@ def plain(line: bytes) -> bool:
 
 
 def built(line: bytes) -> bool:
-    return bool(table.SCAN_REGEX.search(line)) or any(lit in line for lit in table.SCAN_LITERALS)
+    return bool(anchors.lines(line, table.SCAN_PATTERN))
+
+
+def plain_spans(data: bytes) -> list:
+    out, start = [], 0
+    for line in data.split(b"\n"):
+        if plain(line):
+            out.append((start, start + len(line)))
+        start += len(line) + 1
+    return out
 
 
 def test_every_fixture_line_is_selected_as_a_plain_search_would():
-    lines = [line for path in sorted(FIXTURES.rglob("*")) if path.is_file()
-             for line in path.read_bytes().split(b"\n")]
+    files = [path.read_bytes() for path in sorted(FIXTURES.rglob("*")) if path.is_file()]
+    lines = [line for data in files for line in data.split(b"\n")]
     assert len(lines) > 2_000
     differ = [line[:200] for line in lines if plain(line) != built(line)]
     assert differ == []
     assert sum(map(plain, lines)) > 200       # the fixtures do exercise the selection
+    # whole files as one block: the same lines, at the same offsets
+    for data in files:
+        assert anchors.lines(data, table.SCAN_PATTERN) == plain_spans(data)
 
 
 @pytest.mark.parametrize("anchor", table.SCAN_ANCHORS)
 def test_each_anchor_is_found_whole_and_not_when_cut(anchor):
     raw = anchor.encode()
-    for line in (raw, b"(WorkerDict pid=1) x " + raw + b" y", raw + raw):
+    for line in (raw, b"(WorkerDict pid=1) x " + raw + b" y", raw + raw, raw.lower() + b" " + raw):
         assert built(line), line
-    # one byte short at either end: selected only if what is left still holds another anchor
-    for cut in (raw[1:], raw[:-1], raw[:len(raw) // 2] + b"#" + raw[len(raw) // 2 + 1:]):
+    # one byte short at either end, or across a line end: selected only if what is left holds another anchor
+    for cut in (raw[1:], raw[:-1], raw[:len(raw) // 2] + b"#" + raw[len(raw) // 2 + 1:],
+                raw[:len(raw) // 2] + b"\n" + raw[len(raw) // 2:], raw.lower(), raw.upper()):
         line = b"q " + cut + b" q"
-        assert built(line) == plain(line), line
+        assert anchors.lines(line, table.SCAN_PATTERN) == plain_spans(line), line
 
 
-def test_literals_of_common_bytes_only_are_left_to_find():
-    regex, left = anchors.build(["failed", "Watchdog caught", "size mismatch for"], {})
-    assert left == (b"failed",)
-    # a rare byte inside the literal starts its branch; the bytes before it are checked behind
-    assert regex.pattern.startswith(b"W(?:") and b"z(?:(?<=siz)e" in regex.pattern
-    assert regex.search(b"[rank0]: size mismatch for layer.0") and not regex.search(b"size mismatch fo")
+def test_bytes_around_a_line_do_not_change_what_is_selected():
+    data = (b"\xff\xfe bad utf-8 \xc3 Error \x80\r\n"       # invalid UTF-8 and \r in a selected line
+            b"\n\r\n"                                       # empty lines
+            b"nothing here \xe2\x82\r\n"
+            b"[rank3]: EI0006: timeout\n"                   # a code
+            b"EZ999 is no code, ERR1234 neither\n"
+            b"\x00\x01 Killed")                             # the last line, without its newline
+    spans = anchors.lines(data, table.SCAN_PATTERN)
+    assert spans == plain_spans(data)
+    assert [data[s:e] for s, e in spans] == [b"\xff\xfe bad utf-8 \xc3 Error \x80\r", b"[rank3]: EI0006: timeout",
+                                             b"\x00\x01 Killed"]
+    assert anchors.lines(b"", table.SCAN_PATTERN) == [] and anchors.lines(b"\n\n", table.SCAN_PATTERN) == []
+
+
+def test_pattern_escapes_literals_and_keeps_codes():
+    pattern = anchors.build(["port[", "a.b", "Job '"], {"E": r"[A-Z]\d{4}"})
+    assert pattern == r"[^\n]*(?:Job\x20\x27|a\x2eb|port\x5b|E(?:[A-Z]\d{4}))[^\n]*\n?"
+    assert [b for b in (b"x port[1]", b"a.b", b"axb", b"EI0006", b"Job 'x'") if anchors.lines(b, pattern)] == [
+        b"x port[1]", b"a.b", b"EI0006", b"Job 'x'"]
+    with pytest.raises(ValueError):
+        anchors.build(["ü"], {})
+
+
+def test_lines_cut_by_blocks_read_the_same(tmp_path, monkeypatch):
+    """The scanner's blocks end at a line end; a line longer than 4 blocks is cut, and both parts are read."""
+    text = b"".join(b"(WorkerDict pid=%d) INFO filler %s\n" % (i, b"x" * (i % 50)) for i in range(400))
+    text += b"[rank1]: RuntimeError: NPU out of memory. Tried to allocate 2.00 GiB (NPU 1; 60 GiB total)\n" * 3
+    log = tmp_path / "driver.log"
+    log.write_bytes(text)
+    whole = scan.scan([str(log)])
+    monkeypatch.setattr(scan, "BLOCK", 97)
+    small = scan.scan([str(log)])
+    assert [(e.family, e.line, e.text) for e in small.events] == [(e.family, e.line, e.text) for e in whole.events]
+    assert len(whole.events) == 3 and whole.lines == small.lines == 403
