@@ -1,7 +1,8 @@
-"""The block scan's RE2 pattern selects exactly the lines that hold a scan anchor or an error code.
+"""The block scan selects exactly the lines that hold a scan anchor or an error code, in RE2 and in Python's re.
 
-anchors.lines searches whole blocks with pyarrow's RE2 (speed, bench/diagnose_speed.py); the lines the scanner reads
-must be the same as a plain "any anchor in the line", whatever the bytes around them.
+anchors.lines searches whole blocks with pyarrow's RE2 (speed, bench/diagnose_speed.py), anchors.lines_re the first
+MB of a process with Python's re (no pyarrow import for a small log); the lines the scanner reads must be the same as
+a plain "any anchor in the line", whatever the bytes around them, on either path.
 """
 
 import re
@@ -21,8 +22,15 @@ def plain(line: bytes) -> bool:
     return any(a in line for a in ANCHORS) or bool(CODES.search(line))
 
 
+def select(data: bytes) -> list:
+    """The lines both paths select, when they agree."""
+    spans = anchors.lines(data, table.SCAN_PATTERN)
+    assert anchors.lines_re(data, table.SCAN_REGEX) == spans, data[:200]
+    return spans
+
+
 def built(line: bytes) -> bool:
-    return bool(anchors.lines(line, table.SCAN_PATTERN))
+    return bool(select(line))
 
 
 def plain_spans(data: bytes) -> list:
@@ -43,7 +51,7 @@ def test_every_fixture_line_is_selected_as_a_plain_search_would():
     assert sum(map(plain, lines)) > 200       # the fixtures do exercise the selection
     # whole files as one block: the same lines, at the same offsets
     for data in files:
-        assert anchors.lines(data, table.SCAN_PATTERN) == plain_spans(data)
+        assert select(data) == plain_spans(data)
 
 
 @pytest.mark.parametrize("anchor", table.SCAN_ANCHORS)
@@ -55,7 +63,7 @@ def test_each_anchor_is_found_whole_and_not_when_cut(anchor):
     for cut in (raw[1:], raw[:-1], raw[:len(raw) // 2] + b"#" + raw[len(raw) // 2 + 1:],
                 raw[:len(raw) // 2] + b"\n" + raw[len(raw) // 2:], raw.lower(), raw.upper()):
         line = b"q " + cut + b" q"
-        assert anchors.lines(line, table.SCAN_PATTERN) == plain_spans(line), line
+        assert select(line) == plain_spans(line), line
 
 
 def test_bytes_around_a_line_do_not_change_what_is_selected():
@@ -65,17 +73,19 @@ def test_bytes_around_a_line_do_not_change_what_is_selected():
             b"[rank3]: EI0006: timeout\n"                   # a code
             b"EZ999 is no code, ERR1234 neither\n"
             b"\x00\x01 Killed")                             # the last line, without its newline
-    spans = anchors.lines(data, table.SCAN_PATTERN)
+    spans = select(data)
     assert spans == plain_spans(data)
     assert [data[s:e] for s, e in spans] == [b"\xff\xfe bad utf-8 \xc3 Error \x80\r", b"[rank3]: EI0006: timeout",
                                              b"\x00\x01 Killed"]
-    assert anchors.lines(b"", table.SCAN_PATTERN) == [] and anchors.lines(b"\n\n", table.SCAN_PATTERN) == []
+    assert select(b"") == [] and select(b"\n\n") == []
 
 
 def test_pattern_escapes_literals_and_keeps_codes():
-    pattern = anchors.build(["port[", "a.b", "Job '"], {"E": r"[A-Z]\d{4}"})
+    pattern, regex = anchors.build(["port[", "a.b", "Job '"], {"E": r"[A-Z]\d{4}"})
     assert pattern == r"[^\n]*(?:Job\x20\x27|a\x2eb|port\x5b|E(?:[A-Z]\d{4}))[^\n]*\n?"
-    assert [b for b in (b"x port[1]", b"a.b", b"axb", b"EI0006", b"Job 'x'") if anchors.lines(b, pattern)] == [
+    assert regex.pattern == pattern[9:-10].encode()
+    lines = (b"x port[1]", b"a.b", b"axb", b"EI0006", b"Job 'x'")
+    assert [b for b in lines if anchors.lines(b, pattern)] == [b for b in lines if anchors.lines_re(b, regex)] == [
         b"x port[1]", b"a.b", b"EI0006", b"Job 'x'"]
     with pytest.raises(ValueError):
         anchors.build(["ü"], {})
@@ -92,3 +102,18 @@ def test_lines_cut_by_blocks_read_the_same(tmp_path, monkeypatch):
     small = scan.scan([str(log)])
     assert [(e.family, e.line, e.text) for e in small.events] == [(e.family, e.line, e.text) for e in whole.events]
     assert len(whole.events) == 3 and whole.lines == small.lines == 403
+    monkeypatch.setattr(anchors, "SMALL", 0)          # RE2 from the first block on
+    monkeypatch.setattr(scan, "BLOCK", 4 << 20)
+    assert [(e.family, e.line, e.text) for e in scan.scan([str(log)]).events] == [
+        (e.family, e.line, e.text) for e in whole.events]
+
+
+def test_small_inputs_use_python_re_and_large_ones_re2(monkeypatch):
+    calls = []
+    monkeypatch.setattr(anchors, "lines", lambda data, pattern: calls.append("re2") or [])
+    monkeypatch.setattr(anchors, "lines_re", lambda data, regex: calls.append("re") or [])
+    monkeypatch.setattr(anchors, "_scanned", 0)
+    monkeypatch.setattr(anchors, "_compute", None)
+    for size in (1000, anchors.SMALL - 1000, 1, anchors.SMALL):
+        anchors.select(b"x" * size, table.SCAN_PATTERN, table.SCAN_REGEX)
+    assert calls == ["re", "re", "re2", "re2"]

@@ -14,12 +14,18 @@ escapes, case matters, ``\\d`` is an ASCII digit as in Python's ``re`` on bytes.
 ``\\n`` of the block (a ``\\r`` stays in it), as the scanner splits it; it selects exactly the lines that hold one of
 the anchors or match one of the codes (tests/unit/test_diagnose_anchors.py).
 
-pyarrow is imported on the first block, not with the package: ``import pyarrow.compute`` costs some 0.17 s CPU, which
-``diagnose`` of a small log or any other command should not pay. Arrow arrays are built from buffers
-(``Array.from_buffers``), not ``pa.array``, whose first call imports pandas (1 s CPU, measured with pyarrow 26).
+pyarrow is imported only once the logs are large enough to repay it: ``import pyarrow.compute`` costs some 0.17 s
+CPU, which ``diagnose`` of a small log or any other command should not pay. The first ``SMALL`` bytes a process
+scans go through Python's ``re`` with the plain alternation of the same anchors and codes (same lines, same test);
+Arrow arrays are built from buffers (``Array.from_buffers``), not ``pa.array``, whose first call imports pandas
+(1 s CPU, measured with pyarrow 26).
 """
 
+import re
 import struct
+
+SMALL = 1 << 20                # bytes scanned with Python's re (0.1 s CPU a MB) before RE2 is worth its import (0.17 s)
+_scanned = 0
 
 _compute = None
 
@@ -39,13 +45,38 @@ def _escape(literal: str) -> str:
     return "".join(c if c.isalnum() or c == "_" else f"\\x{ord(c):02x}" for c in literal)
 
 
-def build(literals, codes: dict) -> str:
-    """The RE2 pattern of one whole line holding any of ``literals`` or of the ``codes`` patterns.
+def build(literals, codes: dict) -> tuple:
+    """(RE2 pattern of one whole line holding any of ``literals`` or of the ``codes`` patterns, Python regex of
+    any of them, for small inputs).
 
     ``codes`` maps a first character to the regex of the rest (``{"E": r"[A-Z]\\d{4}|RR\\d{5}"}``), written in the
     syntax RE2 and Python's ``re`` share (no look-around, no back-references)."""
     branches = sorted({_escape(lit) for lit in literals}) + [f"{_escape(c)}(?:{p})" for c, p in sorted(codes.items())]
-    return r"[^\n]*(?:" + "|".join(branches) + r")[^\n]*\n?"
+    alternation = "|".join(branches)
+    return r"[^\n]*(?:" + alternation + r")[^\n]*\n?", re.compile(alternation.encode())
+
+
+def select(data: bytes, pattern: str, regex) -> list:
+    """``lines`` of ``data``: with ``regex`` (Python's re) while this process has scanned less than ``SMALL`` bytes
+    and pyarrow is not imported yet, else with ``pattern`` (RE2)."""
+    global _scanned
+    if _compute is None and _scanned + len(data) <= SMALL:
+        _scanned += len(data)
+        return lines_re(data, regex)
+    return lines(data, pattern)
+
+
+def lines_re(data: bytes, regex) -> list:
+    """``lines`` with Python's re: the line around each match, then the search goes on after that line."""
+    out = []
+    pos = 0
+    while m := regex.search(data, pos):
+        start = data.rfind(b"\n", 0, m.start()) + 1
+        end = data.find(b"\n", m.start())
+        end = len(data) if end == -1 else end
+        out.append((start, end))
+        pos = end + 1
+    return out
 
 
 def lines(data: bytes, pattern: str) -> list:
