@@ -233,7 +233,7 @@ def test_missing_empty_or_binary_input_exits_2(tmp_path, capsys):
 def test_table_rules_compile_and_name_known_families():
     for rule in table.RULES:
         assert rule.family in table.FAMILIES
-        # only the error-code fallback has no literal prefilter (SCAN_REGEX selects its lines)
+        # only the error-code fallback has no literal prefilter (SCAN_PATTERN selects its lines)
         assert (rule.keywords and all(k for k in rule.keywords)) or rule.family == table.UNRECOGNISED
         rule.compiled()
     orders = [f.order for f in table.FAMILIES.values()]

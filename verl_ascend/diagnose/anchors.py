@@ -1,67 +1,104 @@
-"""The block scan: one regex that finds every line holding a scan anchor, built so that it skips most bytes.
+"""The block scan: which lines of a block hold a scan anchor (a literal keyword) or an error code.
 
-Python's regex engine searches a pattern that begins with one of a set of characters by testing each byte
-against that set and trying the pattern only where one matches (a "stop"). What a block scan costs is
-therefore set by how often the first characters of its branches occur in a log. A branch that starts a
-literal at its first character stops at ``e``, ``s``, ``d``... on most bytes of a log; the same literal
-matched from its rarest character, with the characters before it checked by a look-behind, stops only there:
-``Worker exit type`` stays ``W(?:orker exit type)``, ``size mismatch for`` becomes ``z(?:(?<=siz)e mismatch for)``.
-A line holds a match of the built regex exactly when it holds one of the literals (or an error code), so the
-lines the scanner reads do not change (tests/unit/test_diagnose_anchors.py).
+The search runs in RE2, Google's DFA regex engine, through ``pyarrow.compute`` (pyarrow is a dependency of
+this package): one pass over each block, its cost nearly independent of the number of keywords, where Python's
+backtracking ``re`` engine already costs some 4 x a plain line-by-line read of the file for a pattern that never
+matches (numbers: docs/diagnose.md, bench/diagnose_speed.py). The pattern is the alternation of the anchors and
+codes, ``anchor|anchor|...|E(?:[A-Z]\\d{4}|RR\\d{5})``. ``count_substring_regex`` counts its matches in the whole
+block; a block without any (most of a log) is done. A block with some is split into its lines (``split_pattern``)
+and ``match_substring_regex`` marks the lines holding a match; each marked line's place in the block follows from
+the offsets of the split (a line starts after the lines and the one ``\\n`` each before it). (Splitting the block
+at a whole-line pattern, ``[^\\n]*(?:...)[^\\n]*\\n?``, reads it once, but Arrow asks RE2 for the separator's
+span, which RE2 then finds with its NFA over the line: 75 us a matched line, 60 x slower on the fixtures.)
 
-Literals made only of common characters (``died``, ``failed``, ``state_dict``) would make their character a
-stop on a large share of all bytes; they are searched with ``bytes.find`` instead, one pass each (a C loop
-that skips by the literal's length), which costs less than the stops they would add. Measured on the bench's
-200 MB (bench/diagnose_speed.py): stops at bytes as common as ``N`` or rarer and 17 finds, 2.8 s CPU; stops at
-upper-case letters only and 30 finds, 3.2 s; a few frequent letters as stops and 3 finds, 5.3 s.
+Matching is byte for byte: the block is handed to Arrow as ``large_binary`` (RE2 then reads Latin-1, one byte a
+character, so invalid UTF-8 cannot fail or shift a match), the anchors are ASCII and spelled with ``\\xHH``
+escapes, case matters, ``\\d`` is an ASCII digit as in Python's ``re`` on bytes. A line is what lies between two
+``\\n`` of the block (a ``\\r`` stays in it), as the scanner splits it; it selects exactly the lines that hold one of
+the anchors or match one of the codes (tests/unit/test_diagnose_anchors.py).
+
+pyarrow is imported only once the logs are large enough to repay it: ``import pyarrow.compute`` costs some 0.17 s
+CPU, which ``diagnose`` of a small log or any other command should not pay. The first ``SMALL`` bytes a process
+scans go through Python's ``re`` with the plain alternation of the same anchors and codes (same lines, same test);
+Arrow arrays are built from buffers (``Array.from_buffers``), not ``pa.array``, and no Python number goes into a
+compute function: either imports pandas on first use (0.3-1 s CPU, measured with pyarrow 26).
 """
 
 import re
+import struct
 
-# Printable bytes from the most to the least frequent, measured on this project's log fixtures (the seven real
-# rehearsal console logs and the public excerpts, tests/fixtures/diagnose/rehearsal/ and public/, 412 kB):
-# space 8.4 %, e 6.8 %, t 5.5 % ... N 0.65 % ... E 0.14 %; bytes not listed are rarer still.
-FREQUENCY = (b" etoranisl_cm0pd2u.1g:h-6/3,=f4k[y958N()bv7xRWSwFAUTCIP'GqDL]EzVO\"MQ`j^H<>|B*{}K!%#+?Y;XZJ\\~")
-# the most frequent byte a branch may start with: ``N`` and anything rarer (under 0.7 % of a log's bytes)
-RARE_FROM = FREQUENCY.index(b"N")
-_RANK = {b: i for i, b in enumerate(FREQUENCY)}
+SMALL = 1 << 20                # bytes scanned with Python's re (0.1 s CPU a MB) before RE2 is worth its import (0.17 s)
+_scanned = 0
+
+_compute = None
 
 
-def _rarity(byte: int) -> int:
-    return _RANK.get(byte, len(FREQUENCY))
+def _pc():
+    global _compute
+    if _compute is None:
+        import pyarrow.compute
+
+        _compute = pyarrow.compute
+    return _compute
 
 
-def _anchor_at(literal: bytes, stops: set):
-    """Index of the byte to start matching ``literal`` at: one already a stop if it has any (no new stops),
-    else its rarest byte if that is rare enough; None when only common bytes are left (searched with find)."""
-    shared = [i for i, b in enumerate(literal) if b in stops]
-    if shared:
-        return max(shared, key=lambda i: _rarity(literal[i]))
-    rare = [i for i in range(len(literal)) if _rarity(literal[i]) >= RARE_FROM]
-    return max(rare, key=lambda i: _rarity(literal[i])) if rare else None
+def _escape(literal: str) -> str:
+    if not literal.isascii():
+        raise ValueError(f"scan anchor {literal!r}: only ASCII is matched byte for byte")
+    return "".join(c if c.isalnum() or c == "_" else f"\\x{ord(c):02x}" for c in literal)
 
 
-def build(literals, codes: dict):
-    """(compiled regex, literals left to bytes.find) for the literal anchors and the code patterns.
+def build(literals, codes: dict) -> tuple:
+    """(RE2 pattern of any of ``literals`` or of the ``codes`` patterns, the same compiled by Python's re).
 
-    ``codes`` maps a first character to the regex of the rest (``{"E": r"[A-Z]\\d{4}|RR\\d{5}"}``): patterns that
-    are not literals start at a fixed character, which is a stop whatever the literals choose."""
-    literals = sorted({lit.encode() for lit in literals})
-    # a literal that contains another is found through it: the same lines
-    literals = [lit for lit in literals if not any(o != lit and o in lit for o in literals)]
-    stops = {ord(c) for c in codes}
-    # choosing a stop for one literal can give others a shared one: repeat until nothing moves
-    while True:
-        anchors = {lit: _anchor_at(lit, stops) for lit in literals}
-        chosen = {ord(c) for c in codes} | {lit[i] for lit, i in anchors.items() if i is not None}
-        if chosen == stops:
-            break
-        stops = chosen
-    branches = {c.encode(): [p.encode()] for c, p in codes.items()}
-    for lit, i in anchors.items():
-        if i is not None:
-            behind = b"(?<=" + re.escape(lit[:i + 1]) + b")" if i else b""
-            branches.setdefault(lit[i:i + 1], []).append(behind + re.escape(lit[i + 1:]))
-    # one branch per stop byte (the engine skips a branch whose first byte differs with one comparison)
-    pattern = b"|".join(re.escape(c) + b"(?:" + b"|".join(sorted(set(rest))) + b")" for c, rest in sorted(branches.items()))
-    return re.compile(pattern), tuple(lit for lit, i in anchors.items() if i is None)
+    ``codes`` maps a first character to the regex of the rest (``{"E": r"[A-Z]\\d{4}|RR\\d{5}"}``), written in the
+    syntax RE2 and Python's ``re`` share (no look-around, no back-references)."""
+    branches = sorted({_escape(lit) for lit in literals}) + [f"{_escape(c)}(?:{p})" for c, p in sorted(codes.items())]
+    alternation = "|".join(branches)
+    return alternation, re.compile(alternation.encode())
+
+
+def select(data: bytes, pattern: str, regex) -> list:
+    """``lines`` of ``data``: with ``regex`` (Python's re) while this process has scanned less than ``SMALL`` bytes
+    and pyarrow is not imported yet, else with ``pattern`` (RE2)."""
+    global _scanned
+    if _compute is None and _scanned + len(data) <= SMALL:
+        _scanned += len(data)
+        return lines_re(data, regex)
+    return lines(data, pattern)
+
+
+def lines_re(data: bytes, regex) -> list:
+    """``lines`` with Python's re: the line around each match, then the search goes on after that line."""
+    out = []
+    pos = 0
+    while m := regex.search(data, pos):
+        start = data.rfind(b"\n", 0, m.start()) + 1
+        end = data.find(b"\n", m.start())
+        end = len(data) if end == -1 else end
+        out.append((start, end))
+        pos = end + 1
+    return out
+
+
+def lines(data: bytes, pattern: str) -> list:
+    """(start, end) of each line of ``data`` that ``pattern`` (from ``build``) matches, in order; ``end`` is the
+    index of the line's ``\\n`` or ``len(data)``."""
+    pc = _pc()
+    import pyarrow as pa
+
+    block = pa.Array.from_buffers(pa.large_binary(), 1, [None, pa.py_buffer(struct.pack("<qq", 0, len(data))),
+                                                         pa.py_buffer(data)])
+    if not pc.count_substring_regex(block, pattern)[0].as_py():
+        return []
+    rows = pc.list_flatten(pc.split_pattern(block, "\n"))   # the block's lines, without their "\n"
+    hit = pc.indices_nonzero(pc.match_substring_regex(rows, pattern))
+    # where each line starts, the "\n" before it left out: the offsets buffer of the split, as an array
+    offsets = pa.Array.from_buffers(pa.int64(), len(rows) + 1, [None, rows.buffers()[1]], offset=rows.offset)
+    base = offsets[0].as_py()
+    out = []
+    # (no Python numbers into pyarrow.compute: converting one to an Arrow scalar imports pandas, 0.3-1 s CPU)
+    for n, start, length in zip(hit.to_pylist(), pc.take(offsets, hit).to_pylist(),
+                                pc.take(pc.binary_length(rows), hit).to_pylist()):
+        out.append((start - base + n, start - base + n + length))
+    return out

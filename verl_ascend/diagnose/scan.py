@@ -12,7 +12,7 @@ import re
 
 from verl_ascend.core import findings
 
-from . import context, table, timeline
+from . import anchors, context, table, timeline
 from .families import generic, hccl, training
 
 BLOCK = 4 << 20
@@ -124,7 +124,6 @@ class Scanner:
     def __init__(self):
         self.rules = [(r, r.compiled(), r.rejected()) for r in table.RULES]
         self.loud_rules = [(r, p, u) for r, p, u in self.rules if r.any_level]
-        self.literals = table.SCAN_LITERALS
         self.events = []
         self.overflow = {}            # family -> matched lines beyond MAX_EVENTS
         self.evidence = {"rollout": [], "tls": [], "steps": None, "step_line": None}
@@ -190,29 +189,9 @@ class Scanner:
             end = data.find(b"\n", pos)
             text = ANSI.sub("", data[start:len(data) if end == -1 else end].decode("utf-8", "replace"))
             self.evidence["step_line"] = (path, timeline.line_number(data, start, base_line, newlines), text)
-        spans = set()
-
-        def add(pos):
-            start = data.rfind(b"\n", 0, pos) + 1
-            end = data.find(b"\n", pos)
-            end = len(data) if end == -1 else end
-            spans.add((start, end))
-            return end
-
-        for kw in self.literals:
-            pos = data.find(kw)
-            while pos != -1:
-                pos = data.find(kw, add(pos))
-        pos = 0
-        while True:
-            m = table.SCAN_REGEX.search(data, pos)
-            if not m:
-                break
-            pos = add(m.start())
-        if not spans:
-            return
+        spans = anchors.select(data, table.SCAN_PATTERN, table.SCAN_REGEX)      # in order, one per line
         line_no, counted_to = base_line, 0
-        for start, end in sorted(spans):
+        for start, end in spans:
             line_no += data.count(b"\n", counted_to, start)
             counted_to = start
             text = ANSI.sub("", data[start:end].decode("utf-8", "replace")).rstrip("\r")

@@ -22,9 +22,10 @@ EVIDENCE = {
 }
 # What the scanner looks for in whole blocks before reading lines: every rule / evidence keyword contains one of
 # SCAN_ANCHORS (tests/unit/test_diagnose.py checks it); the one rule without keywords (the error-code fallback)
-# relies on SCAN_CODES selecting its lines. anchors.build turns them into one regex that stops at rare bytes only
-# (SCAN_REGEX) and the few literals of common bytes it leaves to bytes.find (SCAN_LITERALS). A line they select is
-# then checked against each rule's own keywords and pattern.
+# relies on SCAN_CODES selecting its lines. anchors.build turns them into one RE2 pattern of a line holding any of
+# them (SCAN_PATTERN), searched in whole blocks by pyarrow's RE2, and the same alternation for Python's re
+# (SCAN_REGEX), which scans the first few MB (anchors.select). A line they select is then checked against each
+# rule's own keywords and pattern.
 SCAN_CODES = {"E": r"[A-Z]\d{4}|RR\d{5}"}
 SCAN_ANCHORS = (
     "EADDRINUSE", "ERROR] HCCL", "Expected all", "Expects tensor", "HCCL function", "HCCL_SOCKET", "HCCL_IF",
@@ -47,7 +48,7 @@ SCAN_ANCHORS = (
     "divisible by", "timed out in blocking wait", "Timed out waiting", "System memory low at node",
     "cannot be scheduled right now", "placement group", "could not find a node type", "ACL stream synchronize failed",
     "client socket has", "via c10d key-value store", "killed due to memory pressure")
-SCAN_REGEX, SCAN_LITERALS = anchors.build(SCAN_ANCHORS, SCAN_CODES)
+SCAN_PATTERN, SCAN_REGEX = anchors.build(SCAN_ANCHORS, SCAN_CODES)
 # verl's step lines are evidence and only the last one counts: the scanner looks for it with one rfind per block
 STEP_KEY = "timing_s/gen:"
 EVIDENCE_KEYWORDS = ("generate_sequences", "No available shared memory broadcast block", "TLS SWITCH", "tls switch[",

@@ -103,7 +103,7 @@ def _last_progress(data, best):
     for literal in PROGRESS:
         pos = len(data)
         while pos > best:
-            pos = data.rfind(literal, 0, pos)
+            pos = data.rfind(literal, best + 1, pos)   # only after the best so far (not back to the block's start)
             if pos <= best:
                 break
             start, end = _line_at(data, pos)

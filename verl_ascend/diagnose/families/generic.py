@@ -39,7 +39,7 @@ _UNLESS = _SOURCE + "|" + _BENIGN
 RULES = (
     Rule(UNRECOGNISED, ("Error", "Exception", "Exit", "Interrupt"), EXCEPTION, unless=_UNLESS),
     Rule(UNRECOGNISED, ("[ERROR]",), r"\[ERROR\]", unless=_BENIGN),
-    # no literal prefilter: SCAN_REGEX already selects lines with a code, the pattern decides
+    # no literal prefilter: SCAN_PATTERN already selects lines with a code, the pattern decides
     Rule(UNRECOGNISED, (), r"\bE[A-Z]\d{4}(?=[:\s(\]]|$)|\bERR\d{5}\b", unless=_BENIGN),
     Rule(UNRECOGNISED, ("died", "Died", "Worker exit type"),
          r"actor died unexpectedly|ActorDiedError|RayActorError|A worker died or was killed|"
