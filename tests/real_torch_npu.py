@@ -37,8 +37,14 @@ def cache_dir() -> Path:
     return Path(os.environ.get(CACHE_ENV) or Path.home() / ".cache" / "verl-ascend-tests") / "wheels"
 
 
-def wheel(version: str, dist: str = "torch-npu") -> Path:
-    folder = cache_dir() / f"{dist}-{version}"
+def this_python() -> str:
+    return "%d.%d" % sys.version_info[:2]
+
+
+def wheel(version: str, dist: str = "torch-npu", for_this_python: bool = False) -> Path:
+    """The wheel, downloaded once. ``for_this_python``: one built for the running interpreter, cached apart per
+    Python (a compiled wheel unpacked for 3.11 fails to import under 3.12: the environments share this cache)."""
+    folder = cache_dir() / (f"{dist}-{version}-py{this_python()}" if for_this_python else f"{dist}-{version}")
     pattern = f"{dist.replace('-', '_')}-{version}-*.whl"
     found = sorted(folder.glob(pattern))
     if found:
@@ -46,7 +52,7 @@ def wheel(version: str, dist: str = "torch-npu") -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "-q", "--only-binary=:all:", "-d", str(folder),
            f"{dist}=={version}"]
-    python = _PYTHON_FOR.get((dist, version))
+    python = None if for_this_python else _PYTHON_FOR.get((dist, version))
     if python:
         cmd += ["--python-version", python, "--platform", "manylinux_2_17_x86_64"]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
@@ -59,9 +65,9 @@ def wheel(version: str, dist: str = "torch-npu") -> Path:
 
 def unpacked(version: str, dist: str) -> Path:
     """The wheel's files in a cache folder, to put on a subprocess's PYTHONPATH (not installed)."""
-    folder = cache_dir() / f"{dist}-{version}" / "site"
+    folder = cache_dir() / f"{dist}-{version}-py{this_python()}" / "site"
     if not (folder / ".complete").exists():
-        with zipfile.ZipFile(wheel(version, dist)) as whl:
+        with zipfile.ZipFile(wheel(version, dist, for_this_python=True)) as whl:
             whl.extractall(folder)
         (folder / ".complete").write_text("")
     return folder

@@ -369,7 +369,9 @@ def test_doctor_status_and_import_verl_agree_on_support_and_skip_rehearsal_targe
         assert departure in stack_row["message"], (departure, stack_row)
     torch_departs = any(d.startswith("torch ") for d in stack["departures"])
     assert torch_departs == (torch.__version__.split("+")[0] != "2.10.0"), (torch.__version__, stack["departures"])
-    text = run_cli("status", timeout=600).stdout
+    from verl_ascend.core.status import render  # the text status prints, from the report the CLI collected above
+
+    text = render(status)
     assert "verl's Ascend stack (its install guide): " in text, text
     assert "megatron on npu: neither MindSpeed nor MegatronAdaptor installed" in text, text  # this environment has neither
     (path_row,) = by_check(data)["versions.megatron_path"]
