@@ -31,6 +31,9 @@ PYVERS = "0.2.2"
 VLLM_ASCEND_PLACEHOLDER = "0.13.0"
 # Wheels of old releases exist only for older Pythons; reading them needs no matching interpreter.
 _PYTHON_FOR = {("torch-npu", "2.4.0"): "3.10", ("torch-npu", "2.5.1"): "3.10"}
+# wheels read for their sources only, published for fewer Pythons than the environments run: vllm-ascend 0.13.0
+# has cp311 wheels only (its Python 3.12 builds start at 0.21.0rc1), so the 3.12 environment asks for 3.11's
+_SOURCE_PYTHON = {("vllm-ascend", "0.13.0"): "3.11"}
 
 
 def cache_dir() -> Path:
@@ -55,6 +58,8 @@ def wheel(version: str, dist: str = "torch-npu", for_this_python: bool = False) 
     python = None if for_this_python else _PYTHON_FOR.get((dist, version))
     if python:
         cmd += ["--python-version", python, "--platform", "manylinux_2_17_x86_64"]
+    elif not for_this_python and (dist, version) in _SOURCE_PYTHON:
+        cmd += ["--python-version", _SOURCE_PYTHON[(dist, version)]]  # this machine's platform tags
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
     found = sorted(folder.glob(pattern))
     if proc.returncode != 0 or not found:
