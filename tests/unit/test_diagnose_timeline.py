@@ -79,6 +79,29 @@ def test_the_same_log_cut_before_its_end_fails_on_the_teardown_line(tmp_path):
     assert result["runs"][0]["finished"] is False and result["runs"][0]["last_step"] == 2
 
 
+@pytest.mark.parametrize("code", [0, 1, -9])
+def test_the_rehearsals_exit_line_decides_a_run_whose_end_marks_ray_dropped(tmp_path, code):
+    """Ray forwards a worker's last prints asynchronously and can drop them at exit: a fresh-clone CI run's DAPO
+    resume log lacked its end marks and ended on the DataLoader teardown line (2026-12-04). rehearse writes the
+    trainer's exit code last (rehearse.runner.EXIT_LINE): 0 ends the run cleanly; any other code fails it."""
+    from verl_ascend.rehearse.runner import EXIT_LINE
+
+    kept = [line for line in lines("r7c_console.log")
+            if "Training Progress: 100%" not in line and "Final validation metrics" not in line]
+    log = tmp_path / "dropped.log"
+    log.write_text("".join(kept) + f"{EXIT_LINE}{code} (resume)\n")
+    result = diagnose(log)
+    if code == 0:
+        assert result["exit_code"] == 0 and result["findings"] == [], result["findings"]
+        assert result["runs"][0]["finished"] is True
+        assert any("DataLoader worker" in w["text"] for w in result["shutdown_noise"] + result.get("handled", []))
+    else:
+        assert result["exit_code"] == 1 and result["runs"][0]["finished"] is False, result["runs"]
+    # a subprocess's own "exited with code 0" mid-log is no end of the run (only the rehearsal's line at a line start)
+    log.write_text("".join(kept) + "(WorkerDict pid=1) helper exited with code 0 (x)\n")
+    assert diagnose(log)["exit_code"] == 1
+
+
 def test_a_handled_error_before_the_real_failure_is_a_note_and_the_real_one_is_the_headline(tmp_path, capsys):
     """A logged-and-handled error early in the run, steps after it, then an HCCL timeout nothing follows."""
     text = lines("r7c_console.log")

@@ -3,8 +3,9 @@
 A verl run prints its progress as well as its errors: step lines (``step:N - ...``), validation
 (``Initial validation metrics``, ``Final validation metrics``), checkpoint saves (``Saving checkpoint to``,
 ``Checkpoint save completed``), the trainer's progress bar (``Training Progress:  50%|``) and its end
-(``Training Progress: 100%|``, ``Final validation metrics``, Ray's ``Job '...' succeeded``; not a bare ``exit code
-0``, which subprocesses print in the middle of a run). Each file that prints any of
+(``Training Progress: 100%|``, ``Final validation metrics``, Ray's ``Job '...' succeeded``, the exit line
+``verl-ascend rehearse`` writes last in its console log; not a bare ``exit code 0``, which subprocesses print in the
+middle of a run). Each file that prints any of
 them is a run (a driver / console log); the scanner keeps, per file, the last progress mark and the first end
 mark after it (no list of marks: memory stays bounded).
 
@@ -33,8 +34,10 @@ _STEP_BEFORE = b" \t)]\n"          # what may precede verl's "step:N - " (not "g
 # so a bar line after an error is no sign that the run went on
 PROGRESS = (b"Saving checkpoint to", b"Checkpoint save completed", b"validation metrics")
 # a mark that says the run reached its end; searched in the line that holds a PROGRESS / END literal
-END = (b"Training Progress: 100%", b"Final validation metrics", b"' succeeded")
-_END = re.compile(rb"Training Progress: 100%|Final validation metrics|Job '[^']+' succeeded")
+# verl-ascend rehearse writes the trainer's exit code as the last line of its console log ("... exited with code 0 (train)")
+END = (b"Training Progress: 100%", b"Final validation metrics", b"' succeeded", b"the trainer exited with code 0 ")
+_END = re.compile(rb"Training Progress: 100%|Final validation metrics|Job '[^']+' succeeded|"
+                  rb"^verl-ascend rehearse: the trainer exited with code 0 ", re.MULTILINE)
 # a non-zero exit of the job or of the command itself: the run did not end cleanly, whatever it printed before
 TERMINAL = re.compile(r"exit(?:ed)? (?:with )?(?:code|status)\s*[:=]?\s*-?[1-9]\d*|exitcode\s*:\s*-?[1-9]\d*|"
                       r"non-zero exit status -?[1-9]|Job '[^']+' failed|^\s*Killed\s*$|"

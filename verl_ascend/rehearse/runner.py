@@ -26,6 +26,7 @@ from pathlib import Path
 from verl_ascend.rehearse import reaper
 from verl_ascend.rehearse.reaper import MARK
 
+EXIT_LINE = "verl-ascend rehearse: the trainer exited with code "  # diagnose.timeline knows it
 STEP = re.compile(r"step:(\d+) - ")
 # `Type: message`; a bare `Exception:` too (Ray raises one when its node does not start)
 ERROR = re.compile(r"((?:[A-Za-z_][\w.]*\.)?(?:[A-Z]\w*)?(?:Error|Exception|Interrupt)(?:\([^)]*\))?): (.+)")
@@ -274,6 +275,11 @@ def _run_once(argv, env, cwd, log_path, timeout, label, out, said, namespace):
                 elif any(word in text for word in SHOWN[1:4]):
                     print(f"  [{label} {time.time() - started:4.0f}s] {text.strip()[:200]}", file=out, flush=True)
             code = proc.wait()
+            # the run's own last word in its log: Ray forwards a worker's last prints asynchronously and may drop
+            # them when the driver exits (a resumed run's "Final validation metrics" went missing so), so the
+            # exit code is what tells diagnose a run ended cleanly (diagnose.timeline.END) or did not (TERMINAL)
+            log.write(f"{EXIT_LINE}{code} ({label})\n")
+            log.flush()
         except BaseException:  # Ctrl-C, a stop signal (reaper.Stopped), an error here: the run ends with us
             watchdog.cancel()
             end_all(proc, mark, namespaced=namespaced)
