@@ -113,8 +113,9 @@ def check_megatron_path(megatron_path, ascend_host) -> list:
         notes.append("transformer_engine from " + (", ".join(te["owners"]) or "a package without metadata"))
         if ms is not None:
             notes.append(f"MindSpeed {ms or ''} too: verl-ascend's mindspeed patch stands down in a process that "
-                         "imported megatron_adaptor before Megatron, but verl >= 0.8's Megatron engine package imports "
-                         "MindSpeed's adaptor itself wherever MindSpeed is installed (its MindspeedEngine)")
+                         "imported megatron_adaptor before Megatron, but verl's Megatron workers import MindSpeed's adaptor "
+                         "themselves wherever MindSpeed is installed (0.8+: its MindspeedEngine; 0.6/0.7: "
+                         "megatron_workers), after Megatron")
         else:
             notes.append("no verl release has an engine for it (verl-project/verl#7142 closed unmerged): verl's "
                          "Megatron workers on NPU run through MindSpeed")
