@@ -18,6 +18,16 @@ def compute_score(data_source, solution_str, ground_truth, extra_info=None, **kw
     raise ValueError("planted reward fault: the recipe's reward function raises")
 '''
 
+# a killed worker: the process computing rewards gets SIGKILL mid-step, as from the kernel's OOM killer (only in a
+# Ray worker, whose command line Ray renames to ray::...: never the driver or this test)
+KILLING_REWARD = '''
+import os, signal
+def compute_score(data_source, solution_str, ground_truth, extra_info=None, **kwargs):
+    with open("/proc/self/cmdline", "rb") as f:
+        if f.read().startswith(b"ray::"):
+            os.kill(os.getpid(), signal.SIGKILL)
+    return 0.0
+'''
 
 # Qwen2-7B-Instruct's published architecture (its config.json on the model hub; only the fields the tiny model reads)
 QWEN2_CONFIG = {"architectures": ["Qwen2ForCausalLM"], "model_type": "qwen2", "hidden_size": 3584,
@@ -49,6 +59,14 @@ def test_faults_planted_in_the_megatron_path_are_named_and_leave_nothing_running
         assert not list((out / "checkpoints").glob("global_step_*"))
         assert_nothing_left(proc, out)
         assert_diagnosed_as(out, "ValueError: planted reward fault")  # diagnose, on the run's own logs, agrees
+        # a killed worker (#35 item 3): the same converted weights, a reward whose worker is SIGKILLed mid-step
+        (tmp / "killing_reward.py").write_text(KILLING_REWARD)
+        out_kill = tmp / "killed_worker"
+        proc = rehearse(out_kill, "--nproc", "1", "--steps", "1", *weights_named(out / "model_mcore"),
+                        "--override", f"reward.custom_reward_function.path={tmp / 'killing_reward.py'}")
+        assert proc.returncode == 1, proc.stdout[-3000:] + proc.stderr[-3000:]
+        assert_nothing_left(proc, out_kill)
+        assert_diagnosed_as(out_kill, "(ray_actor_died")  # Ray's verdict on the dead worker is the headline
         # a converted checkpoint missing one tensor (the first run's conversion, kept), given as the initial weights
         damaged = out / "model_mcore"
         assert (damaged / ".metadata").is_file(), sorted(p.name for p in out.iterdir())
