@@ -9,7 +9,7 @@ from verl_ascend.check import megatron_path, rules
 from verl_ascend.core import megatron_path as facts_mod
 
 FIELDS = {"num_layers", "recompute_granularity", "recompute_method", "attention_backend"}
-ADAPTOR_ONLY = {"mindspeed": None, "megatron_adaptor": "ma 0.18.0", "transformer_engine": None, "adaptor_imported": False}
+ADAPTOR_ONLY = {"mindspeed": None, "megatron_adaptor": "ma 0.18.0", "transformer_engine": None}
 
 
 def ctx(strategy="megatron", **options):

@@ -58,7 +58,7 @@ def test_nvidia_te_is_told_from_another_owner_of_the_module_and_both_are_a_clash
 
 
 def row(**found):
-    base = {"mindspeed": None, "megatron_adaptor": None, "transformer_engine": None, "adaptor_imported": False}
+    base = {"mindspeed": None, "megatron_adaptor": None, "transformer_engine": None}
     return base | found
 
 

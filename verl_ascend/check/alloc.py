@@ -9,10 +9,10 @@ environment or from Ray's runtime env in the config.
 """
 
 from verl_ascend.core.findings import ERROR, finding
-from verl_ascend.recipe.layout import ARR, get
+from verl_ascend.recipe.layout import ARR, RUNTIME_ENV_VARS, get
 
 VAR = "PYTORCH_NPU_ALLOC_CONF"
-RUNTIME_ENV = f"ray_kwargs.ray_init.runtime_env.env_vars.{VAR}"
+RUNTIME_ENV = f"{RUNTIME_ENV_VARS}.{VAR}"
 SLEEP = f"{ARR}.rollout.enable_sleep_mode"
 FREE = f"{ARR}.rollout.free_cache_engine"
 SOURCES = ("https://github.com/vllm-project/vllm-ascend/pull/9242", "https://github.com/vllm-project/vllm-ascend/pull/5855",
@@ -39,24 +39,21 @@ def sleep_mode(cfg):
 def findings(ctx) -> list:
     if str(get(ctx.cfg, f"{ARR}.rollout.name", "")) != "vllm":
         return []
-    where = [(key, conf) for key, conf in ((VAR, ctx.launch_env.get(VAR)), (RUNTIME_ENV, get(ctx.cfg, RUNTIME_ENV)))
-             if expandable(conf)]
+    where = [(key, conf) for key, conf in ctx.exported(VAR).items() if expandable(conf)]
     on, key = sleep_mode(ctx.cfg)
     if not where or not on:
         return []
     named, conf = where[0]
-    found = [finding("alloc", ERROR, (named, key),
-                     f"{named}={conf} with vLLM sleep mode on ({key}, verl's default for a colocated rollout): "
-                     "vllm-ascend's sleep-mode memory pool asserts 'Expandable segments are not compatible with memory "
-                     "pool' when the rollout engine starts (vllm-ascend PR 9242, which would allow both, is not merged)",
-                     f"drop expandable_segments:True from {VAR} (or set expandable_segments:False) where the rollout "
-                     "runs; against fragmentation there lower actor_rollout_ref.rollout.gpu_memory_utilization or the "
-                     f"micro batch sizes. Keep expandable segments only with sleep mode off ({key}=False), which "
-                     "leaves the rollout's weights and KV cache in HBM during training (see the hbm rule). The "
-                     "alternative that keeps both: verl >= 0.8 with torch_npu >= 2.9 turns expandable segments on in "
-                     "the training workers by itself and off around the rollout's wake-up (verl PR 6346), so the "
-                     "variable is not needed for training there; on verl 0.6.1-0.7.x verl-ascend's expandable_segments "
-                     "patch makes verl's same toggle act on NPU where torch_npu has the allocator call (see "
-                     "verl-ascend status)")]
-    found[0].sources = SOURCES
-    return found
+    return [finding("alloc", ERROR, (named, key),
+                    f"{named}={conf} with vLLM sleep mode on ({key}, verl's default for a colocated rollout): "
+                    "vllm-ascend's sleep-mode memory pool asserts 'Expandable segments are not compatible with memory "
+                    "pool' when the rollout engine starts (vllm-ascend PR 9242, which would allow both, is not merged)",
+                    f"drop expandable_segments:True from {VAR} (or set expandable_segments:False) where the rollout "
+                    "runs; against fragmentation there lower actor_rollout_ref.rollout.gpu_memory_utilization or the "
+                    f"micro batch sizes. Keep expandable segments only with sleep mode off ({key}=False), which "
+                    "leaves the rollout's weights and KV cache in HBM during training (see the hbm rule). The "
+                    "alternative that keeps both: verl >= 0.8 with torch_npu >= 2.9 turns expandable segments on in "
+                    "the training workers by itself and off around the rollout's wake-up (verl PR 6346), so the "
+                    "variable is not needed for training there; on verl 0.6.1-0.7.x verl-ascend's expandable_segments "
+                    "patch makes verl's same toggle act on NPU where torch_npu has the allocator call (see "
+                    "verl-ascend status)", sources=SOURCES)]

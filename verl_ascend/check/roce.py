@@ -18,11 +18,11 @@ import os
 import re
 
 from verl_ascend.core.findings import INFO, WARNING, finding
-from verl_ascend.recipe.layout import ARR, get
+from verl_ascend.recipe.layout import ARR, RUNTIME_ENV_VARS, get
 
 VAR = "HCCL_INTRA_ROCE_ENABLE"
 BACKEND = f"{ARR}.rollout.checkpoint_engine.backend"
-RUNTIME_ENV = f"ray_kwargs.ray_init.runtime_env.env_vars.{VAR}"
+RUNTIME_ENV = f"{RUNTIME_ENV_VARS}.{VAR}"
 KIMI = "kimi_ckpt_engine"
 SINCE = (8, 5)
 README = "https://github.com/verl-project/verl/blob/main/verl/checkpoint_engine/README.md"
@@ -67,8 +67,7 @@ def _read(path) -> str:
 
 def findings(ctx) -> list:
     backend = str(get(ctx.cfg, BACKEND, "naive") or "naive")
-    launched = {k: v for k, v in ((VAR, ctx.launch_env.get(VAR)), (RUNTIME_ENV, get(ctx.cfg, RUNTIME_ENV)))
-                if v is not None}
+    launched = ctx.exported(VAR)
     value = next((str(v) for v in launched.values()), None)
     version, where = (ctx.cann, "check --cann") if ctx.cann else toolkit_version(ctx.launch_env)
     known = parse(version)
@@ -80,17 +79,14 @@ def findings(ctx) -> list:
             when = f"the job's CANN is {version} ({where}), and"
         else:
             when = "if the cluster runs CANN 8.5.0 or newer (the version is not known here; pass check --cann VERSION),"
-        f = finding("roce", WARNING, (BACKEND, VAR),
-                    f"{state} with {BACKEND}={KIMI}: {when} verl's checkpoint-engine README requires {VAR}=1 for "
-                    "this engine on Ascend from CANN 8.5.0 on (intra-node RoCE for Mooncake's transfer engine)",
-                    f"export {VAR}=1 in the launch script on every node (or in {RUNTIME_ENV.rsplit('.', 1)[0]}); "
-                    "before CANN 8.5.0 it is not needed")
-        f.sources = SOURCES
-        return [f]
+        return [finding("roce", WARNING, (BACKEND, VAR),
+                        f"{state} with {BACKEND}={KIMI}: {when} verl's checkpoint-engine README requires {VAR}=1 for "
+                        "this engine on Ascend from CANN 8.5.0 on (intra-node RoCE for Mooncake's transfer engine)",
+                        f"export {VAR}=1 in the launch script on every node (or in {RUNTIME_ENV_VARS}); "
+                        "before CANN 8.5.0 it is not needed", sources=SOURCES)]
     if value is not None and ctx.profile.superpod:
-        f = finding("roce", INFO, tuple(launched),
-                    f"{VAR}={value} with {BACKEND}={backend}: on A3 it does nothing for this run; CANN reads it there "
-                    f"only for LLM-DataDist (ADXL) transfers, which verl uses only through {BACKEND}={KIMI}")
-        f.sources = SOURCES
-        return [f]
+        return [finding("roce", INFO, tuple(launched),
+                        f"{VAR}={value} with {BACKEND}={backend}: on A3 it does nothing for this run; CANN reads it there "
+                        f"only for LLM-DataDist (ADXL) transfers, which verl uses only through {BACKEND}={KIMI}",
+                        sources=SOURCES)]
     return []

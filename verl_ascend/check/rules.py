@@ -11,7 +11,7 @@ from typing import Optional
 from verl_ascend.core import ifname
 from verl_ascend.core.findings import ERROR, INFO, WARNING, finding
 from verl_ascend.core.profiles import DEFAULT, PROFILES, Profile
-from verl_ascend.recipe.layout import ARR, get, get_int, rollout_layout, train_layout, world_size
+from verl_ascend.recipe.layout import ARR, RUNTIME_ENV_VARS, get, get_int, rollout_layout, train_layout, world_size
 from verl_ascend.recipe.model_facts import ModelFacts
 
 from . import alloc, bridge, hbm, megatron_path, roce  # rules of their own modules (none imports this one)
@@ -35,6 +35,12 @@ class Context:
     @property
     def world(self) -> int:
         return world_size(self.cfg)
+
+    def exported(self, var: str) -> dict:
+        """Where the job sets environment variable ``var``: {where: value} for the launch script's export and
+        Ray's runtime env in the config (``RUNTIME_ENV_VARS``.var), the ones that set it only."""
+        found = {var: self.launch_env.get(var), f"{RUNTIME_ENV_VARS}.{var}": get(self.cfg, f"{RUNTIME_ENV_VARS}.{var}")}
+        return {where: value for where, value in found.items() if value is not None}
 
     def layouts(self):
         roles = ["actor"] + (["ref"] if self.use_ref else [])

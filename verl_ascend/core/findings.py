@@ -51,9 +51,9 @@ class Finding:
         return {**dataclasses.asdict(self), "keys": list(self.keys), "sources": list(self.sources)}
 
 
-def finding(subject: str, severity: str, keys, message: str, fix: str = "") -> Finding:
+def finding(subject: str, severity: str, keys, message: str, fix: str = "", sources=()) -> Finding:
     """A finding in the argument order of ``check``'s rules: the rule and severity, then the config keys."""
-    return Finding(severity, subject, message, fix, keys=keys)
+    return Finding(severity, subject, message, fix, keys=keys, sources=sources)
 
 
 def exit_code(findings) -> int:

@@ -18,10 +18,11 @@ build). Two owners of one module overwrite each other's files: the clash is name
 Metadata and import specs only: nothing here imports MindSpeed, MegatronAdaptor or TransformerEngine.
 """
 
-import importlib.util
 import re
 import sys
 from typing import Optional
+
+from verl_ascend.core.platform import importable, installed_version
 
 ADAPTOR_MODULE = "megatron_adaptor"
 TE_MODULE = "transformer_engine"
@@ -29,26 +30,10 @@ _NVIDIA_CUDA_DIST = re.compile(r"^transformer[-_]engine[-_]cu\d+$", re.IGNORECAS
 _NVIDIA_PARTS = re.compile(r"^transformer[-_]engine([-_](torch|jax|cu\d+))?$", re.IGNORECASE)
 
 
-def _found(module: str) -> bool:
-    try:
-        return importlib.util.find_spec(module) is not None
-    except (ImportError, ValueError):
-        return False
-
-
 def _owners(module: str) -> list:
     from importlib import metadata
 
     return sorted(set(metadata.packages_distributions().get(module, [])))
-
-
-def _version(dist: str) -> str:
-    from importlib import metadata
-
-    try:
-        return metadata.version(dist)
-    except metadata.PackageNotFoundError:
-        return ""
 
 
 def _installed_dists() -> list:
@@ -60,20 +45,18 @@ def _installed_dists() -> list:
 def facts() -> dict:
     """What decides the Megatron-on-NPU path here: {"mindspeed": version or '' (None: not installed),
     "megatron_adaptor": "dist version" or '' (None: not installed), "transformer_engine": {"owners": [...],
-    "nvidia": [CUDA dists], "other": [non-NVIDIA owners], "clash": bool} or None, "adaptor_imported": bool}."""
-    mindspeed = (_version("mindspeed") or "") if _found("mindspeed") else None
+    "nvidia": [CUDA dists], "other": [non-NVIDIA owners], "clash": bool} or None}."""
+    mindspeed = installed_version("mindspeed") if importable("mindspeed") else None
     adaptor = None
-    if _found(ADAPTOR_MODULE):
-        owners = _owners(ADAPTOR_MODULE)
-        adaptor = ", ".join(f"{d} {_version(d)}".strip() for d in owners)
+    if importable(ADAPTOR_MODULE):
+        adaptor = ", ".join(f"{d} {installed_version(d)}".strip() for d in _owners(ADAPTOR_MODULE))
     te = None
     owners = _owners(TE_MODULE)
-    if owners or _found(TE_MODULE):
+    if owners or importable(TE_MODULE):
         nvidia = [d for d in _installed_dists() if _NVIDIA_CUDA_DIST.match(d)]
         other = [d for d in owners if not _NVIDIA_PARTS.match(d)]
         te = {"owners": owners, "nvidia": nvidia, "other": other, "clash": bool(nvidia and other)}
-    return {"mindspeed": mindspeed, "megatron_adaptor": adaptor, "transformer_engine": te,
-            "adaptor_imported": ADAPTOR_MODULE in sys.modules}
+    return {"mindspeed": mindspeed, "megatron_adaptor": adaptor, "transformer_engine": te}
 
 
 def summary(found: dict) -> str:

@@ -160,6 +160,21 @@ def installed_version(dist: str) -> str:
         return ""
 
 
+def release(version: str):
+    """(major, minor, micro) of a version string such as 2.7.1.post1, 2.5.1rc1, 2.13.0+cpu; None when it is none."""
+    from packaging.version import InvalidVersion, Version
+
+    try:
+        return (Version(version).release + (0, 0, 0))[:3]
+    except InvalidVersion:
+        return None
+
+
+def without_local(version: str) -> str:
+    """``version`` without its local part: 2.10.0+cpu and 2.10.0 are the same release for a version table."""
+    return version.split("+", 1)[0]
+
+
 def installed_versions(*dists) -> dict:
     """dist -> installed_version(dist), in the order given."""
     return {dist: installed_version(dist) for dist in dists}

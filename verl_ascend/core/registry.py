@@ -31,6 +31,8 @@ PENDING = "pending"
 OVERRIDDEN = "overridden"  # applied, but another package put its own function in place since
 WATCHING = "watching"  # a gate that armed its patch's steps: says nothing about what they did
 REVERTED = "reverted"  # undone by revert() (tests)
+# said beside APPLIED where the call the patch wrapped is not made on this trainer path (Patch.inactive; rehearse)
+INACTIVE = "inactive on this path"
 
 # The headline of a patch: the first of these among its rows (a watching gate is never one).
 _HEADLINE = (FAILED, OVERRIDDEN, APPLIED, REVERTED, DISABLED, PENDING, NOT_APPLICABLE)

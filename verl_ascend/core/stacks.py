@@ -5,6 +5,9 @@ vLLM / vllm-ascend, Megatron / MindSpeed): what its NPU CI and examples run. ``d
 against it (versions.verl_stack) and ``status`` prints the departures; both read it here. Metadata
 only: nothing is imported to compare.
 """
+
+from verl_ascend.core import platform
+
 # verl's recommended Ascend stack for a vLLM rollout with FSDP or Megatron: its install guide as of
 # 2026-08-03 (the vLLM / vllm-ascend 0.23.0 update), which is what verl 0.9.x (0.9.1: 2026-09-20) users
 # follow. Megatron-LM and MindSpeed are named by branch (core_r0.16.0), so only megatron-core's
@@ -25,42 +28,29 @@ VERL_STACK = {
 PYTHON_ACCEPTED = ((3, 10), (3, 12))
 
 
-def stack_departures(versions, python=None, cann_version="") -> list:
-    """Where this environment departs from VERL_STACK: ['torch 2.13.0 (guide: 2.10.0)', ...]. A package
-    that is not installed is not a departure (a login node has no torch_npu); Python outside the range
-    the guide accepts is, and Python inside it but not the recommended one is named as such."""
-    have = dict(versions, cann=cann_version, torch_npu=versions.get("torch_npu") or versions.get("torch-npu", ""))
+def stack_departures(versions, python=None) -> list:
+    """Where this environment departs from VERL_STACK: [(text, judged), ...], e.g. ('torch 2.13.0 (guide: 2.10.0)',
+    True). A package that is not installed is not a departure (a login node has no torch_npu). Python outside the
+    range the guide accepts is judged; inside it but not the recommended one it is only named (judged False)."""
+    have = dict(versions, torch_npu=versions.get("torch_npu") or versions.get("torch-npu", ""))
     found = []
     if python is not None:
         got = tuple(python[:2])
         text = ".".join(map(str, got))
         if not PYTHON_ACCEPTED[0] <= got <= PYTHON_ACCEPTED[1]:
-            found.append(f"python {text} (guide: {VERL_STACK['python']}, accepts 3.10-3.12)")
+            found.append((f"python {text} (guide: {VERL_STACK['python']}, accepts 3.10-3.12)", True))
         elif text != VERL_STACK["python"]:
-            found.append(f"python {text} (guide recommends {VERL_STACK['python']}; 3.10-3.12 accepted)")
+            found.append((f"python {text} (guide recommends {VERL_STACK['python']}; 3.10-3.12 accepted)", False))
     for name, want in VERL_STACK.items():
-        got = _local(have.get(name, "") or "")
-        if name == "python" or not got:
+        got = platform.without_local(have.get(name, "") or "")
+        if name == "python" or not got:  # the CANN version is not read here: it is named, not compared
             continue
         same = got.startswith(want + ".") or got == want if name == "megatron-core" else got == want
         if not same:
-            found.append(f"{name} {got} (guide: {want})")
+            found.append((f"{name} {got} (guide: {want})", True))
     return found
-
-
-def _release(version: str):
-    from packaging.version import InvalidVersion, Version
-
-    try:
-        return (Version(version).release + (0, 0, 0))[:3]
-    except InvalidVersion:
-        return None
-
-
-def _local(version: str) -> str:
-    return version.split("+", 1)[0]  # 2.10.0+cpu and 2.10.0 are the same release here
 
 
 def stack_is_for(verl_version: str) -> bool:
     """Whether the guide's current stack is the one for this verl release."""
-    return tuple((_release(verl_version or "0") or (0, 0, 0))[:2]) == VERL_STACK_FOR
+    return tuple((platform.release(verl_version or "0") or (0, 0, 0))[:2]) == VERL_STACK_FOR

@@ -7,9 +7,6 @@ import sys
 from verl_ascend.core import activation, megatron_path, platform, registry, settings, support
 from verl_ascend.core.findings import ERROR, WARNING, BadInput, Finding, exit_code, to_json
 
-# an applied patch whose wrapped call the trainer path this verl runs by default never makes (Patch.inactive)
-INACTIVE = "inactive on this path"
-
 
 class UnknownPatch(BadInput):
     pass
@@ -103,7 +100,7 @@ def _verl_stack():
     if not stacks.stack_is_for(versions["verl"]):
         return None
     return {"source": stacks.VERL_SOURCE, "stack": dict(stacks.VERL_STACK),
-            "departures": stacks.stack_departures(versions, sys.version_info)}
+            "departures": [text for text, _ in stacks.stack_departures(versions, sys.version_info)]}
 
 
 def _check_names(only) -> None:
@@ -157,7 +154,7 @@ def render(report: dict) -> str:
         lines.append(f"  {patch['name']:<{width}}  {_headline(patch)}")
         for row in patch["targets"]:
             where = row["target"] or "-"
-            state = f"{row['state']}, {INACTIVE}" if row.get("inactive") else row["state"]
+            state = f"{row['state']}, {registry.INACTIVE}" if row.get("inactive") else row["state"]
             detail = "; ".join(x for x in (row["detail"], row.get("inactive")) if x)
             lines.append(f"  {'':<{width}}    {where}: {state}" + (f" ({detail})" if detail else ""))
     for target, error in report["target_import_errors"].items():
@@ -173,7 +170,7 @@ def _headline(patch: dict) -> str:
     """The state with the reason of the row that decided it, when there are several rows to pick from
     (a single row repeats it below; an applied patch's rows say what it changed)."""
     if patch.get("inactive"):  # the rows below say why: the wrapped call is not on verl's default path
-        return f"{patch['state']}, {INACTIVE}"
+        return f"{patch['state']}, {registry.INACTIVE}"
     several = len(patch.get("targets") or ()) > 1
     reason = patch.get("detail") if several and patch["state"] != registry.APPLIED else ""
     return f"{patch['state']} ({reason})" if reason else patch["state"]

@@ -18,8 +18,8 @@ escapes, case matters, ``\\d`` is an ASCII digit as in Python's ``re`` on bytes.
 the anchors or match one of the codes (tests/unit/test_diagnose_anchors.py).
 
 pyarrow is imported only once the logs are large enough to repay it: ``import pyarrow.compute`` costs some 0.17 s
-CPU, which ``diagnose`` of a small log or any other command should not pay. The first ``SMALL`` bytes a process
-scans go through Python's ``re`` with the plain alternation of the same anchors and codes (same lines, same test);
+CPU, which ``diagnose`` of a small log or any other command should not pay. The first ``SMALL`` bytes a scan
+reads go through Python's ``re`` with the plain alternation of the same anchors and codes (same lines, same test);
 Arrow arrays are built from buffers (``Array.from_buffers``), not ``pa.array``, and no Python number goes into a
 compute function: either imports pandas on first use (0.3-1 s CPU, measured with pyarrow 26).
 """
@@ -28,7 +28,6 @@ import re
 import struct
 
 SMALL = 1 << 20                # bytes scanned with Python's re (0.1 s CPU a MB) before RE2 is worth its import (0.17 s)
-_scanned = 0
 
 _compute = None
 
@@ -58,12 +57,10 @@ def build(literals, codes: dict) -> tuple:
     return alternation, re.compile(alternation.encode())
 
 
-def select(data: bytes, pattern: str, regex) -> list:
-    """``lines`` of ``data``: with ``regex`` (Python's re) while this process has scanned less than ``SMALL`` bytes
-    and pyarrow is not imported yet, else with ``pattern`` (RE2)."""
-    global _scanned
-    if _compute is None and _scanned + len(data) <= SMALL:
-        _scanned += len(data)
+def select(data: bytes, pattern: str, regex, scanned: int = 0) -> list:
+    """``lines`` of ``data``: with ``regex`` (Python's re) while the scan, ``scanned`` bytes so far, stays within
+    ``SMALL`` bytes with this block and pyarrow is not imported yet, else with ``pattern`` (RE2)."""
+    if _compute is None and scanned + len(data) <= SMALL:
         return lines_re(data, regex)
     return lines(data, pattern)
 

@@ -189,7 +189,7 @@ class Scanner:
             end = data.find(b"\n", pos)
             text = ANSI.sub("", data[start:len(data) if end == -1 else end].decode("utf-8", "replace"))
             self.evidence["step_line"] = (path, timeline.line_number(data, start, base_line, newlines), text)
-        spans = anchors.select(data, table.SCAN_PATTERN, table.SCAN_REGEX)      # in order, one per line
+        spans = anchors.select(data, table.SCAN_PATTERN, table.SCAN_REGEX, self.bytes)  # in order, one per line
         line_no, counted_to = base_line, 0
         for start, end in spans:
             line_no += data.count(b"\n", counted_to, start)

@@ -11,6 +11,7 @@ CANN, Python, torch / torch_npu, transformers, vLLM / vllm-ascend and Megatron /
 and examples run. :func:`check_verl_stack` says where a node with verl 0.9.x departs from it.
 """
 
+from verl_ascend.core.platform import without_local
 from verl_ascend.core.stacks import VERL_SOURCE, VERL_STACK, VERL_STACK_FOR, stack_departures, stack_is_for
 
 from .findings import ok, skip, warn
@@ -54,12 +55,8 @@ ROWS = (
 ALSO_OK = {("0.10.1rc1", "vllm"): ("0.10.1.1",)}
 
 
-def _local(version: str) -> str:
-    return version.split("+", 1)[0]  # 2.7.1+cpu and 2.7.1 are the same release for this check
-
-
 def row_for(vllm_ascend: str):
-    v = _local(vllm_ascend)
+    v = without_local(vllm_ascend)
     for row in ROWS:
         if row[0] == v:
             return dict(zip(COLUMNS, row))
@@ -80,7 +77,7 @@ def check(versions, cann_version="") -> list:
     have = dict(versions, cann=cann_version, torch_npu=versions.get("torch_npu") or versions.get("torch-npu", ""))
     wrong = []
     for column in ("vllm", "torch", "torch_npu", "cann"):
-        got = _local(have.get(column, "") or "")
+        got = without_local(have.get(column, "") or "")
         if not got:
             continue
         if got != row[column] and got not in ALSO_OK.get((row["vllm-ascend"], column), ()):
@@ -103,8 +100,9 @@ def check_verl_stack(versions, python_version=None, ascend_host=False) -> list:
         return [skip(check_verl_stack, f"verl {verl}: verl's install guide names its current Ascend stack for verl "
                      f"{'.'.join(map(str, VERL_STACK_FOR))}.x ({VERL_SOURCE}); versions.known_good compares against "
                      "vllm-ascend's own row")]
-    departs = stack_departures(versions, python_version)
-    hard = [d for d in departs if "accepted)" not in d]
+    found = stack_departures(versions, python_version)
+    departs = [text for text, _ in found]
+    hard = [text for text, judged in found if judged]
     want = ", ".join(f"{k} {v}" for k, v in VERL_STACK.items())
     if not hard:
         return [ok(check_verl_stack, f"verl {verl} with the stack its install guide names"

@@ -8,15 +8,7 @@ from verl_ascend.core import platform
 
 from .findings import error, ok, skip
 
-
-def release(version: str):
-    """(major, minor, micro) of a version string such as 2.7.1.post1, 2.5.1rc1, 2.13.0+cpu."""
-    from packaging.version import InvalidVersion, Version
-
-    try:
-        return (Version(version).release + (0, 0, 0))[:3]
-    except InvalidVersion:
-        return None
+release = platform.release  # doctor's checks compare releases (torch vs torch_npu, vllm vs vllm-ascend)
 
 
 def torch_npu_facts():

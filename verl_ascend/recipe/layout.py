@@ -6,6 +6,7 @@ from typing import Optional
 from omegaconf import OmegaConf
 
 ARR = "actor_rollout_ref"
+RUNTIME_ENV_VARS = "ray_kwargs.ray_init.runtime_env.env_vars"  # what Ray's runtime env sets in every worker
 
 
 # How an unset value can look in a composed config. YAML's null is None, but verl's own files also

@@ -18,7 +18,7 @@ Lines start with :data:`PREFIX`; ``runner`` shows them live and the rehearsal's 
 import os
 import time
 
-from verl_ascend.core.registry import APPLIED, summarize
+from verl_ascend.core.registry import APPLIED, INACTIVE, summarize
 
 PREFIX = "verl-ascend rehearse:"
 _said = set()
@@ -35,7 +35,7 @@ def patch_states(skip_prefix: str = "rehearse_", inactive=()) -> str:
 
     rows = [summarize(name) for name in registry.names() if not name.startswith(skip_prefix)]
     return ", ".join(f"{row['name']} {row['state']}"
-                     + (", inactive on this path" if row["name"] in inactive and row["state"] == APPLIED else "")
+                     + (f", {INACTIVE}" if row["name"] in inactive and row["state"] == APPLIED else "")
                      for row in rows)
 
 

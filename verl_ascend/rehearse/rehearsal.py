@@ -15,7 +15,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from verl_ascend.core import findings
+from verl_ascend.core import findings, outfiles
 from verl_ascend.rehearse import engine
 from verl_ascend.rehearse import plan as plan_mod
 from verl_ascend.rehearse import reward as reward_mod
@@ -254,8 +254,8 @@ def run(options) -> int:
                             "Fix: pass another --out or remove that folder")
     out.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix="va-rh-"))  # short: Ray's socket paths must stay < 108 bytes
-    keep = options.keep_model or options.plan  # a plan's commands.txt names the model: it stays
-    model_dir = out / "model" if keep else work / "model"
+    options.keep_model = options.keep_model or options.plan  # a plan's commands.txt names the model: it stays
+    model_dir = out / "model" if options.keep_model else work / "model"
     from verl_ascend.rehearse import reaper
 
     try:
@@ -295,7 +295,7 @@ def _rehearse(options, recipe, launch, out, ckpt_dir, work, model_dir, started, 
     megatron = None
     if layout is not None:
         try:
-            mcore_dir = out / "model_mcore" if options.keep_model or options.plan else work / "mcore"
+            mcore_dir = out / "model_mcore" if options.keep_model else work / "mcore"
             megatron = engine._megatron(cfg, overrides, layout, model_dir, mcore_dir, given=options.overrides,
                                         mindspeed=mindspeed)
         except ConvertFailed as exc:
@@ -341,10 +341,9 @@ def _rehearse(options, recipe, launch, out, ckpt_dir, work, model_dir, started, 
                                                   base + [f"trainer.total_training_steps={steps + 1}"])]
     # each phase's command, to run it again by hand (without the PID namespace)
     own = [f"{k}={v}" for k, v in sorted(env.items()) if os.environ.get(k) != v and k not in ("RAY_AUTH_TOKEN", runner.MARK)]
-    tmp_commands = out / "commands.txt.tmp"
-    tmp_commands.write_text("".join(f"# {label}: cd {shlex.quote(run_cwd)} && \\\n"
-                                    f"{shlex.join(['env'] + own + argv + overrides_run)}\n" for label, _, overrides_run in phases))
-    tmp_commands.replace(out / "commands.txt")
+    with outfiles.atomic(str(out / "commands.txt")) as tmp:
+        Path(tmp).write_text("".join(f"# {label}: cd {shlex.quote(run_cwd)} && \\\n"
+                                     f"{shlex.join(['env'] + own + argv + overrides_run)}\n" for label, _, overrides_run in phases))
     trainer = launch.module.rsplit(".", 1)[-1]  # main_ppo, or main_dapo from a verl tree
     if options.plan:
         print(f"rehearse: plan only: {out / 'changes.txt'}, {out / 'commands.txt'} (the tiny model in {model_dir}); "
