@@ -30,9 +30,22 @@ def register(sub) -> None:
                    "(e.g. --override reward.custom_reward_function.path=my_reward.py)")
     p.add_argument("--steps", type=positive_int, default=2, help="training steps before the checkpoint (default 2)")
     p.add_argument("--nproc", type=int, choices=(1, 2, 4), default=2,
-                   help="CPU training ranks (default 2). A Megatron recipe keeps as many of its parallel kinds above 1 as the "
+                   help="CPU training ranks per node (default 2). A Megatron recipe keeps as many of its parallel kinds above 1 as the "
                    "ranks hold, TP first on a tie (2 ranks: TP2; 4 ranks: TP2 PP2 from the 32B recipe's TP8 PP2, TP2 PP2 "
                    "EP2 from the 235B recipe's TP4 PP8 EP4)")
+    p.add_argument("--nnodes", type=int, choices=(1, 2, 3, 4), default=1,
+                   help="Ray nodes on this machine (default 1), --nproc ranks each, as the recipe's cluster runs them "
+                   "(trainer.nnodes): each node its own address (127.0.0.k), its own disk for the checkpoint folder "
+                   "and Ray's (a mount namespace), and only the machine's environment, so the driver's VERL_ASCEND* "
+                   "settings must travel in the job's runtime env. Between the runs, what a cluster without shared "
+                   "storage needs: the files on each node listed, `ckpt check` on each node, `ckpt sync` between them, "
+                   "`ckpt check` again; the resume reads the synced checkpoint (docs/rehearse.md, multi-node)")
+    p.add_argument("--no-sync", action="store_true",
+                   help="with --nnodes: resume without `ckpt sync`, as a cluster without shared storage would (the "
+                   "resume then fails the way it does there; `verl-ascend diagnose` on its logs names it)")
+    p.add_argument("--fault", choices=("worker-node",),
+                   help="with --nnodes: the last worker node loses power at the loop's first rollout (every process "
+                   "of it killed: raylet, agents, workers); rehearse exits 1 naming the node and its dead actors")
     p.add_argument("--out", metavar="DIR", help="output folder (default ./rehearse-<recipe name>)")
     p.add_argument("--keep-model", action="store_true", help="keep the tiny model in DIR/model (and, for a recipe loading a dist checkpoint, its "
                    "conversion in DIR/model_mcore)")

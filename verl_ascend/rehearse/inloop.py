@@ -44,6 +44,42 @@ def say_patches_once(role: str, inactive=()) -> None:
         return
     _said.add(role)
     say(f"patches in {role} (pid {os.getpid()}): {patch_states(inactive=inactive)}")
+    say_node(role)
+
+
+def node_line(role: str, environ=os.environ) -> str:
+    """Where this process runs and what it holds: its Ray node's address, the device and platform verl chose
+    here, and every ``VERL_ASCEND*`` setting (the run's process mark left out). On a multi-node rehearsal a
+    worker node has none of its own: what it holds came in the job's runtime env (multinode.settings_crossed)."""
+    try:
+        import ray
+
+        ip = ray.util.get_node_ip_address()
+    except Exception:
+        ip = "?"
+    try:
+        from verl.utils.device import get_device_name
+
+        device = get_device_name()
+    except Exception:
+        device = "?"
+    try:
+        from verl.plugin.platform.platform_manager import get_platform
+
+        platform = type(get_platform()).__name__
+    except Exception:
+        platform = "?"
+    from verl_ascend.rehearse.multinode import settings_of
+
+    settings = " ".join(f"{k}={v}" for k, v in sorted(settings_of(environ).items()))
+    return f"node {ip}: {role}: device {device}, platform {platform}; settings {settings}"
+
+
+def say_node(role: str) -> None:
+    try:
+        say(node_line(role))
+    except Exception as exc:  # a report must never break the run
+        say(f"could not tell the node of {role} ({type(exc).__name__}: {exc})")
 
 
 def _rollout_order_outcome(target: str) -> tuple:

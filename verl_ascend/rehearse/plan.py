@@ -162,7 +162,10 @@ def _megatron_overrides(m: Megatron, micro: int) -> tuple:
 
 def build(config_name: str, recipe_overrides: list, *, model_dir: str, train_file: str, val_file: str, nproc: int,
           steps: int, prompt_length: int, response_length: int, ckpt_dir: str, ray_tmp: str, n_resp: int,
-          batch: int, reward_file: str = "", megatron: Megatron = None, critic: bool = False) -> Plan:
+          batch: int, reward_file: str = "", megatron: Megatron = None, critic: bool = False, nnodes: int = 1) -> Plan:
+    """The rehearsal's overrides on top of the recipe's. ``nproc`` is ranks per node; with ``nnodes`` > 1 main_ppo
+    joins the rehearsal's own Ray cluster (:mod:`.cluster`, which gives each node its resources), so ray_init gets
+    no sizes of its own (ray.init refuses them when it connects to a cluster)."""
     changes, kept, dropped = [], [], {}
     name = config_name or "ppo_trainer"
     rules = COMMON + (MEGATRON_ONLY if megatron else FSDP_ONLY)
@@ -200,16 +203,19 @@ def build(config_name: str, recipe_overrides: list, *, model_dir: str, train_fil
         "reward.num_workers=1",
         # verl 0.9's TransferQueue defaults to 8 storage actors (sized for a cluster); one holds a tiny batch
         "++transfer_queue.backend.SimpleStorage.num_data_storage_units=1",
-        "trainer.device=cpu", "trainer.nnodes=1", f"trainer.n_gpus_per_node={nproc}",
+        "trainer.device=cpu", f"trainer.nnodes={nnodes}", f"trainer.n_gpus_per_node={nproc}",
         f"trainer.total_training_steps={steps}", "trainer.save_freq=1", "trainer.test_freq=-1",
         "trainer.val_before_train=False", "trainer.resume_mode=auto", f"trainer.default_local_dir={ckpt_dir}",
         "trainer.logger=[console]",
-        # Ray's resource check and placement want GPU bundles; logical ones, and enough logical CPUs
-        # for verl's {"CPU": 3, "GPU": 1} bundles (too few hangs instead of failing).
-        "ray_kwargs.ray_init.num_cpus=16", f"++ray_kwargs.ray_init.num_gpus={nproc}",
-        f"++ray_kwargs.ray_init._temp_dir={ray_tmp}",
-        "++ray_kwargs.ray_init.include_dashboard=False",  # ~12 processes nobody looks at here
     ]
+    if nnodes == 1:
+        ours += [
+            # Ray's resource check and placement want GPU bundles; logical ones, and enough logical CPUs
+            # for verl's {"CPU": 3, "GPU": 1} bundles (too few hangs instead of failing).
+            "ray_kwargs.ray_init.num_cpus=16", f"++ray_kwargs.ray_init.num_gpus={nproc}",
+            f"++ray_kwargs.ray_init._temp_dir={ray_tmp}",
+            "++ray_kwargs.ray_init.include_dashboard=False",  # ~12 processes nobody looks at here
+        ]
     for key, share in OVERLONG.items():
         if value_of(recipe_overrides, key) is not None:  # not in verl's config: added by the recipe, hence ++
             ours.append(f"++{key}={max(1, int(response_length * share))}")
@@ -229,10 +235,11 @@ def build(config_name: str, recipe_overrides: list, *, model_dir: str, train_fil
         changes += notes
     else:
         ours += ["actor_rollout_ref.actor.strategy=fsdp2", "actor_rollout_ref.ref.strategy=fsdp2"]
-        changes.append(f"engine: FSDP2 over gloo, {nproc} CPU rank(s)")
+        changes.append(f"engine: FSDP2 over gloo, {nproc * nnodes} CPU rank(s)")
     changes += [
         f"model: tiny random model at {model_dir}",
-        f"rollout: hf (transformers generate), one server (TP {nproc}), {n_resp} responses per prompt, 1 agent-loop "
+        f"rollout: hf (transformers generate), one server per {nproc} rank(s) (TP {nproc}), {n_resp} responses per "
+        "prompt, 1 agent-loop "
         "worker, 1 TransferQueue storage unit",
         f"learning rate -> {REHEARSAL_LR}: a tiny random model for a few steps; at the recipe's rate the "
         "update is too small to move actor/kl_loss",
@@ -241,4 +248,8 @@ def build(config_name: str, recipe_overrides: list, *, model_dir: str, train_fil
         f"schedule: {steps} step(s), checkpoint every step, no validation, console logger, then resume for 1 step; "
         "Ray without its dashboard",
     ]
+    if nnodes > 1:
+        changes.append(f"nodes: {nnodes} Ray nodes on this machine x {nproc} CPU rank(s) (trainer.nnodes={nnodes}, "
+                       f"n_gpus_per_node={nproc}), each with its own address, its own disk for the checkpoint folder "
+                       "and Ray's, and no VERL_ASCEND* setting of its own (docs/rehearse.md, multi-node)")
     return Plan(name, kept + ours, changes, kept)

@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 from verl_ascend.core import findings, outfiles
+from verl_ascend.rehearse import data as data_mod
 from verl_ascend.rehearse import engine
 from verl_ascend.rehearse import plan as plan_mod
 from verl_ascend.rehearse import reward as reward_mod
@@ -76,66 +77,6 @@ def unsupported_roles(cfg) -> list:
             roles.append(f"a reward model ({key}=True)")
             break
     return roles
-
-
-def _files(value) -> list:
-    if not value:
-        return []
-    text = str(value).strip().strip("[]")
-    return [p.strip().strip("'\"") for p in text.split(",") if p.strip().strip("'\"")]
-
-
-def _truncate(src: str, dst: Path, rows: int) -> int:
-    import pyarrow.parquet as pq
-
-    table = pq.read_table(src)
-    table = table.slice(0, min(rows, table.num_rows))
-    tmp = dst.with_suffix(".tmp")
-    pq.write_table(table, tmp)
-    tmp.replace(dst)
-    return table.num_rows
-
-
-def prepare_data(overrides, data_dir: Path, train_rows: int, val_rows: int) -> tuple:
-    """(train, val, description): the recipe's parquet truncated when here, else the bundled gsm8k sample."""
-    data_dir.mkdir(parents=True, exist_ok=True)
-    train = [f for f in _files(plan_mod.value_of(overrides, "data.train_files")) if f]
-    val = [f for f in _files(plan_mod.value_of(overrides, "data.val_files")) if f]
-    if train and all(os.path.isfile(f) for f in train) and all(os.path.isfile(f) for f in val):
-        source = f"the recipe's {train[0]}" + (f" (first of {len(train)})" if len(train) > 1 else "")
-        train_src, val_src = train[0], (val[0] if val else train[0])
-    else:
-        from verl_ascend.data import gsm8k
-
-        sample = data_dir / "gsm8k_sample"
-        gsm8k.prepare(gsm8k.Options(sample=True, local_dir=str(sample)), progress=False)  # BadInput: cli.main
-        source = (f"bundled gsm8k sample (the recipe's {train[0] if train else 'data.train_files'} is not on "
-                  "this machine)")
-        train_src, val_src = str(sample / "train.parquet"), str(sample / "test.parquet")
-    n_train = _truncate(train_src, data_dir / "train.parquet", train_rows)
-    n_val = _truncate(val_src, data_dir / "val.parquet", val_rows)
-    return (str(data_dir / "train.parquet"), str(data_dir / "val.parquet"),
-            f"data: {source}, truncated to {n_train} train / {n_val} val rows")
-
-
-def prompt_length(model_dir: Path, train_file: str, prompt_key: str = "prompt") -> int:
-    """Longest chat-templated prompt of the run's rows in the tiny tokenizer, rounded up.
-
-    A file without the prompt column gets a default: verl's own dataset then fails naming the
-    column, as it would on the cluster.
-    """
-    import pyarrow.parquet as pq
-    from transformers import AutoTokenizer
-
-    table = pq.read_table(train_file)
-    if prompt_key not in table.column_names:
-        return 256
-    tok = AutoTokenizer.from_pretrained(str(model_dir))
-    longest = 0
-    for messages in table.column(prompt_key).to_pylist():
-        text = tok.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
-        longest = max(longest, len(tok(text, add_special_tokens=False)["input_ids"]))
-    return ((longest + 16) // 32 + 1) * 32
 
 
 def child_env(launch_env: dict, megatron=None) -> dict:
@@ -215,6 +156,16 @@ def run(options) -> int:
     bad_env = [a for a in options.env if "=" not in a or not a.split("=", 1)[0]]
     if bad_env:
         raise RehearseError(f"--env {bad_env[0]!r} is not NAME=VALUE. Fix: e.g. --env MODEL_PATH=/models/Qwen2.5-7B")
+    if options.nnodes > 1 or options.no_sync or options.fault:
+        from verl_ascend.rehearse.runner import namespace_prefix
+
+        if options.nnodes < 2:
+            raise RehearseError("--no-sync and --fault worker-node act on a multi-node rehearsal. Fix: add --nnodes 2")
+        if not namespace_prefix():
+            raise RehearseError("--nnodes needs Linux namespaces (util-linux unshare: a PID namespace for the run, a "
+                                "mount namespace per node), which this host refuses (Docker without CAP_SYS_ADMIN, "
+                                "kernel.unprivileged_userns_clone=0). Fix: run it on a host or container that allows "
+                                "them, or rehearse one node (drop --nnodes)")
     from verl_ascend.recipe import extract as extract_mod
 
     started = time.time()
@@ -273,23 +224,25 @@ def _rehearse(options, recipe, launch, out, ckpt_dir, work, model_dir, started, 
     from verl_ascend.rehearse import assets
 
     nproc, steps = options.nproc, options.steps
-    batch = 2 * nproc
+    nnodes = options.nnodes
+    ranks = nproc * nnodes  # nproc is ranks per node
+    batch = 2 * ranks
     overrides = list(launch.overrides) + list(options.overrides)
     filtered = plan_mod.is_true(overrides, "algorithm.filter_groups.enable")
     # DAPO's filter evicts about 3 of 4 groups here (see reward.py) and refills them from the data
-    train, val, data_note = prepare_data(overrides, out / "data", batch * (steps + 1) * (8 if filtered else 1), 4)
+    train, val, data_note = data_mod.prepare_data(overrides, out / "data", batch * (steps + 1) * (8 if filtered else 1), 4)
     model_path = plan_mod.value_of(overrides, "actor_rollout_ref.model.path", "")
     layout, mindspeed = None, ""
     try:
         if plan_mod.engine_of(cfg) == "megatron":  # the engine is the one verl composes from the recipe
             mindspeed = engine.mindspeed_here()
-            layout = engine.megatron_layout(cfg, overrides, nproc, assets.source_config(model_path)[0], mindspeed)
+            layout = engine.megatron_layout(cfg, overrides, ranks, assets.source_config(model_path)[0], mindspeed)
         print("rehearse: building the tiny model and tokenizer ...", flush=True)
         built = assets.build(model_path, assets.prompt_texts([train, val]), model_dir,
                              **({"layers": layout.layers} if layout else {}))
     except (assets.AssetError, engine.EngineError) as exc:
         raise RehearseError(str(exc)) from None
-    plen = prompt_length(model_dir, train, plan_mod.value_of(overrides, "data.prompt_key", "prompt"))
+    plen = data_mod.prompt_length(model_dir, train, plan_mod.value_of(overrides, "data.prompt_key", "prompt"))
     ray_tmp = str(work / "ray")
     reward_file, reward_note = reward_mod.write(out, *_recipe_reward(overrides, launch.cwd), filtered=filtered)
     megatron = None
@@ -313,7 +266,7 @@ def _rehearse(options, recipe, launch, out, ckpt_dir, work, model_dir, started, 
                               val_file=val, nproc=nproc, steps=steps, prompt_length=plen,
                               response_length=RESPONSE_LENGTH, ckpt_dir=str(ckpt_dir), ray_tmp=ray_tmp,
                               n_resp=N_RESP, batch=batch, reward_file=reward_file, megatron=megatron,
-                              critic=needs_critic(cfg))
+                              critic=needs_critic(cfg), nnodes=nnodes)
     use_v1 = plan_mod.value_of(overrides, "trainer.use_v1", "True (verl 0.9 default)")
     changes = [f"model: {built['architecture']} ({built['model_type']}) from {built['source']} -> "
                f"{built['layers']} layers, hidden {built['hidden']}, vocab {built['vocab']}, {built['params']:,} "
@@ -337,6 +290,12 @@ def _rehearse(options, recipe, launch, out, ckpt_dir, work, model_dir, started, 
     env = child_env(launch.env, megatron)
     from verl_ascend.rehearse import runner
 
+    cluster = None
+    if nnodes > 1:
+        from verl_ascend.rehearse import multinode
+
+        cluster = multinode.prepare(nnodes, nproc, out, work, ckpt_dir, ray_tmp, fault=options.fault or "")
+        argv = cluster.prefix() + argv
     logs, said, phases = [], [], [("train", steps, base), ("resume", steps + 1,
                                                   base + [f"trainer.total_training_steps={steps + 1}"])]
     # each phase's command, to run it again by hand (without the PID namespace)
@@ -351,7 +310,8 @@ def _rehearse(options, recipe, launch, out, ckpt_dir, work, model_dir, started, 
         return 0
     for label, last_step, overrides_run in phases:
         log = out / ("console.log" if label == "train" else "console_resume.log")
-        print(f"rehearse: {label}: {trainer} to step {last_step} on {nproc} CPU rank(s); log {log}; Ray in {ray_tmp}",
+        where = f"{nnodes} Ray nodes x {nproc}" if nnodes > 1 else str(nproc)
+        print(f"rehearse: {label}: {trainer} to step {last_step} on {where} CPU rank(s); log {log}; Ray in {ray_tmp}",
               flush=True)
         spaces = []
         code, seen, error = runner.run(argv + overrides_run + [f"hydra.run.dir={out / 'hydra'}"], env, run_cwd, log,
@@ -368,7 +328,12 @@ def _rehearse(options, recipe, launch, out, ckpt_dir, work, model_dir, started, 
             print(f"verl-ascend rehearse: {trainer} ({label}) exited 0 but logged steps {seen or 'none'} "
                   f"(expected up to {last_step}); see {log}", file=sys.stderr)
             return 1
-    ckpts = _checkpoints(ckpt_dir)
+        if label == "train" and cluster is not None:
+            problem = multinode.between_runs(cluster, ckpt_dir, out, copy=not options.no_sync)
+            if problem:
+                print(f"verl-ascend rehearse: {problem}", file=sys.stderr)
+                return 1
+    ckpts = _checkpoints(cluster.nodes_dir / "node0" / ckpt_dir.name if cluster else ckpt_dir)
     print(f"rehearse: checkpoints in {ckpt_dir}: {', '.join(ckpts) or 'none'}")
     if f"global_step_{steps}" not in ckpts:
         print(f"verl-ascend rehearse: no checkpoint global_step_{steps} in {ckpt_dir}", file=sys.stderr)
@@ -382,6 +347,11 @@ def _rehearse(options, recipe, launch, out, ckpt_dir, work, model_dir, started, 
     print("\n".join(f"  {line}" for line in said) if said else
           "  nothing: no process of the loop reported (is verl-ascend installed in main_ppo's environment?)")
     bad = verdict.failed(checks)
+    if cluster is not None:
+        crossed, lines = multinode.settings_crossed(said, multinode.settings_of(env), cluster.hosts)
+        print("what reached each node, as its processes said it:\n" + "\n".join(f"  {line}" for line in lines))
+        if not crossed:
+            bad.append(verdict.Check("settings on every node", False, "a node's processes lack the driver's settings"))
     if bad:
         print(f"verl-ascend rehearse: both runs exited 0, but the loop failed {len(bad)} check(s): "
               + "; ".join(f"{c.name} ({c.figure})" for c in bad), file=sys.stderr)

@@ -1,0 +1,212 @@
+"""The Ray cluster of a multi-node rehearsal (``rehearse --nnodes N``), on this machine, for one trainer run.
+
+``python -m verl_ascend.rehearse.cluster SPEC.json -- TRAINER ARGV...`` runs as the first process of the
+run's PID namespace (:mod:`.runner` puts it there): when it ends, for any reason, the kernel ends every node
+with it. It starts the nodes, waits for them, runs the trainer against them and exits with its code.
+
+A node here is what a cluster node is to verl and Ray:
+
+- its own address: the head on 127.0.0.1, worker node k on 127.0.0.(k+1) (``ray start --node-ip-address``);
+- its own disks: a mount namespace of its own (util-linux ``unshare --mount --propagation private``) in which
+  the node's folder is bind-mounted over the checkpoint folder (``trainer.default_local_dir``) and over Ray's
+  temp folder. Every node sees the same absolute paths, as on a cluster, and none sees another node's files;
+  from outside, node k's files are in ``NODES_DIR/node<k>/`` (which is how the rehearsal lists them);
+- its own environment: the node's ``ray start`` gets the machine's environment without any ``VERL_ASCEND*``
+  setting of the launch (as a node started by ``ray_start_worker.sh`` has), so a setting reaches a worker of
+  another node only the way it does on a cluster: in the job's runtime env (the ``ray_runtime_env`` patch);
+- the flags of ``recipes/ray_start_head.sh`` / ``ray_start_worker.sh`` (head port, ``--resources`` with the
+  node's ``NPU`` count), plus what a CPU rehearsal needs: GPU as the logical resource verl's CPU platform asks
+  for, no dashboard, ports found free here (two rehearsals on one host must not collide), ``--block`` so the
+  node lives exactly as long as this process holds it.
+
+The trainer (the driver) runs in the head node's view, with ``RAY_ADDRESS`` naming the head. ``--fault
+worker-node`` ends every process of the last worker node (its raylet, its agents, its workers: everything in its
+mount namespace) once the trainer's output shows the loop's first rollout, as a node that loses power would.
+"""
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+SAID = "verl-ascend rehearse:"
+WORKER_PORTS = 48  # Ray workers a node may start (the run needs ~10 per node)
+NODE_WAIT = 300  # seconds for every node to register with the head (a loaded 2-core host: ~10-40 s)
+FAULT_TRIGGER = "rollout dispatch"  # the TaskRunner's first-dispatch line (inloop.py): the loop is mid-step
+
+
+def node_ip(index: int, head_ip: str = "") -> str:
+    """The head keeps this machine's own address (Ray's drivers find their node by it, as a cluster's driver on the
+    head does); worker node k gets 127.0.0.(k+1)."""
+    return head_ip if index == 0 else f"127.0.0.{index + 1}"
+
+
+def node_name(index: int) -> str:
+    return "head" if index == 0 else f"worker node {index}"
+
+
+def _free_ports(ip: str, count: int) -> list:
+    socks = []
+    try:
+        for _ in range(count):
+            sock = socket.socket()
+            sock.bind((ip, 0))
+            socks.append(sock)
+        return [sock.getsockname()[1] for sock in socks]
+    finally:
+        for sock in socks:
+            sock.close()
+
+
+def _ray() -> list:
+    return [sys.executable, "-m", "ray.scripts.scripts"]
+
+
+def start_argv(index: int, spec: dict, head_ip: str, head_port: int) -> list:
+    """The node's ``ray start`` command (see the module docstring for where each flag comes from)."""
+    ip, per_node = node_ip(index, head_ip), spec["gpus_per_node"]
+    ports = _free_ports(ip, 7 + WORKER_PORTS)
+    argv = _ray() + ["start", "--block", "--node-ip-address", ip, "--num-cpus", str(spec["cpus_per_node"]),
+                     "--num-gpus", str(per_node), "--resources", json.dumps({"NPU": per_node}),
+                     "--disable-usage-stats",
+                     "--node-manager-port", str(ports[0]), "--object-manager-port", str(ports[1]),
+                     "--runtime-env-agent-port", str(ports[2]), "--dashboard-agent-listen-port", str(ports[3]),
+                     "--dashboard-agent-grpc-port", str(ports[4]), "--metrics-export-port", str(ports[5]),
+                     "--worker-port-list", ",".join(map(str, ports[7:])),
+                     "--object-store-memory", str(spec.get("object_store_bytes", 256 << 20))]
+    if index == 0:
+        argv += ["--head", "--port", str(head_port), "--ray-client-server-port", str(ports[6]),
+                 "--temp-dir", spec["ray_tmp"], "--include-dashboard=false"]
+    else:
+        argv += ["--address", f"{head_ip}:{head_port}"]
+    return argv
+
+
+def binds(index: int, spec: dict) -> list:
+    """``mount --bind`` commands that give node ``index`` its own folder at each node-local path."""
+    return [["mount", "--bind", str(Path(spec["nodes_dir"]) / f"node{index}" / Path(target).name), target]
+            for target in spec["node_local"]]
+
+
+def in_node_view(index: int, spec: dict, argv: list) -> list:
+    """``argv`` run in a mount namespace of its own where node ``index``'s folders cover the node-local paths."""
+    import shlex
+
+    script = " && ".join([shlex.join(cmd) for cmd in binds(index, spec)] + ['exec "$@"'])
+    return ["unshare", "--mount", "--propagation", "private", "--", "sh", "-c", script, "node", *argv]
+
+
+def mount_namespace(pid: int) -> str:
+    try:
+        return os.readlink(f"/proc/{pid}/ns/mnt")
+    except OSError:
+        return ""
+
+
+def processes_in_mount_namespace(namespace: str) -> list:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit() and mount_namespace(int(entry.name)) == namespace:
+            found.append(int(entry.name))
+    return found
+
+
+def say(text: str) -> None:
+    print(f"{SAID} {text}", flush=True)
+
+
+def wait_for_nodes(address: str, count: int, gpus_per_node: int, procs: list, timeout: float = NODE_WAIT) -> dict:
+    """Wait, as recipes/ray_wait.sh does, until the cluster has every node's NPUs; return {node ip: resources}."""
+    import ray
+
+    deadline = time.monotonic() + timeout
+    ray.init(address=address, log_to_driver=False, logging_level="ERROR")
+    try:
+        while True:
+            alive = {n["NodeManagerAddress"]: n["Resources"] for n in ray.nodes() if n.get("Alive")}
+            npus = sum(int(r.get("NPU", 0)) for r in alive.values())
+            if npus >= count * gpus_per_node:
+                return alive
+            dead = [node_name(i) for i, proc in enumerate(procs) if proc.poll() is not None]
+            if dead or time.monotonic() > deadline:
+                why = f"{', '.join(dead)} exited" if dead else f"not within {timeout:.0f} s"
+                raise RuntimeError(f"the rehearsal's Ray cluster did not come up ({why}): {npus} NPU of "
+                                   f"{count * gpus_per_node} registered, nodes {sorted(alive)}")
+            time.sleep(1)
+    finally:
+        ray.shutdown()
+
+
+def main(argv=None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if "--" not in argv or argv.index("--") != 1:
+        print("usage: python -m verl_ascend.rehearse.cluster SPEC.json -- TRAINER ARGV...", file=sys.stderr)
+        return 2
+    spec = json.loads(Path(argv[0]).read_text())
+    trainer = argv[2:]
+    count = spec["nnodes"]
+    if os.environ.get("RAY_AUTH_TOKEN"):  # the run's own token (rehearsal.child_env): `ray start` needs the mode said
+        os.environ.setdefault("RAY_AUTH_MODE", "token")
+    node_env = {k: v for k, v in os.environ.items() if not k.startswith("VERL_ASCEND") or k in spec["node_keeps"]}
+    # this process is the head node: the run's PID namespace came with a mount namespace of its own (runner.py's
+    # unshare --mount-proc), in which the head's folders are bound here; the head's ray start, the wait below and
+    # the trainer inherit that view, and each worker node makes its own from it
+    for cmd in binds(0, spec):
+        subprocess.run(cmd, check=True)
+    from ray.util import get_node_ip_address
+
+    head_ip = get_node_ip_address()
+    head_port = _free_ports(head_ip, 1)[0]
+    address = f"{head_ip}:{head_port}"
+    procs = []
+    for index in range(count):
+        log = open(Path(spec["log_dir"]) / f"ray_start_node{index}.log", "w")
+        start = start_argv(index, spec, head_ip, head_port)
+        procs.append(subprocess.Popen(in_node_view(index, spec, start) if index else start, env=node_env,
+                                      stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT))
+        if index == 0:
+            time.sleep(1)  # the workers' ray start retries until the head's GCS answers
+    try:
+        nodes = wait_for_nodes(address, count, spec["gpus_per_node"], procs)
+    except Exception as exc:
+        print(f"RuntimeError: {exc}", flush=True)
+        return 1
+    for index in range(count):
+        ip = node_ip(index, head_ip)
+        say(f"node {index} ({node_name(index)}) at {ip}: Ray node up, {int(nodes.get(ip, {}).get('NPU', 0))} NPU, its own disk for "
+            f"{', '.join(spec['node_local'])} ({Path(spec['nodes_dir']) / f'node{index}'})")
+    env = {**os.environ, "RAY_ADDRESS": address}
+    driver = subprocess.Popen(trainer, env=env, stdin=subprocess.DEVNULL,
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace")
+    victim = count - 1
+    fault = spec.get("fault") == "worker-node" and victim > 0
+    for line in driver.stdout:
+        sys.stdout.write(line)
+        sys.stdout.flush()
+        if fault and FAULT_TRIGGER in line:
+            fault = False
+            threading.Thread(target=_kill_node, args=(victim, procs[victim], node_ip(victim, head_ip)),
+                             daemon=True).start()
+    return driver.wait()
+
+
+def _kill_node(index: int, proc, ip: str) -> None:
+    """Every process of node ``index`` (its mount namespace), at once, as a power loss would."""
+    namespace = mount_namespace(proc.pid)
+    pids = [pid for pid in processes_in_mount_namespace(namespace) if pid != os.getpid()] if namespace else []
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    say(f"fault planted: node {index} ({node_name(index)}, {ip}) lost power: "
+        f"{len(pids)} process(es) killed (its raylet, agents and workers)")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

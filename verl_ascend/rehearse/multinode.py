@@ -1,0 +1,201 @@
+"""``rehearse --nnodes N``: the recipe's multi-node path on this machine, between and around its two runs.
+
+:mod:`.cluster` runs each main_ppo against N Ray nodes with node-local disks. Here, around those runs, the
+rehearsal does what a user on a cluster without shared storage does with the checkpoint, through our own
+commands and their own code paths (only the transport is local, :mod:`.nodeshell`):
+
+1. after the save, list which files exist on which node (``node_files.txt``);
+2. ``verl-ascend ckpt check`` on each node, in that node's view: it names what is missing where;
+3. ``verl-ascend ckpt sync`` between the nodes (skipped with ``--no-sync``), then ``ckpt check`` again;
+4. the resume runs from what the nodes then hold.
+
+And it reads what crossed to the other nodes: each process of the loop says its node, device, platform and
+``VERL_ASCEND*`` settings (``inloop.say_node``); every node must hold the driver's settings, which only the
+job's runtime env carries there.
+"""
+
+import dataclasses
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+from verl_ascend.rehearse import nodeshell
+
+NODE_LINE = re.compile(r"^node (\S+): (.+?): device (\S+), platform (\S+); settings ?(.*)$")
+
+
+@dataclasses.dataclass
+class Cluster:
+    nnodes: int
+    head_ip: str
+    nodes_dir: Path
+    node_local: list  # absolute paths every node has its own copy of
+    spec_path: Path
+
+    @property
+    def hosts(self) -> list:
+        from verl_ascend.rehearse.cluster import node_ip
+
+        return [node_ip(i, self.head_ip) for i in range(self.nnodes)]
+
+    def ssh(self) -> str:
+        return nodeshell.ssh_command(str(self.nodes_dir), self.node_local, {h: i for i, h in enumerate(self.hosts)})
+
+    def prefix(self) -> list:
+        return [sys.executable, "-m", "verl_ascend.rehearse.cluster", str(self.spec_path), "--"]
+
+
+def head_address() -> str:
+    """This machine's address as Ray's nodes and drivers see it (what a head node registers as)."""
+    from ray.util import get_node_ip_address
+
+    return get_node_ip_address()
+
+
+def prepare(nnodes: int, nproc: int, out: Path, work: Path, ckpt_dir: Path, ray_tmp: str, fault: str = "") -> Cluster:
+    """The node folders and the spec :mod:`.cluster` reads; the shared paths exist only as empty mount points."""
+    from verl_ascend.rehearse.reaper import MARK
+
+    nodes_dir = out / "nodes"
+    node_local = [str(ckpt_dir), ray_tmp]
+    for index in range(nnodes):
+        for path in node_local:
+            (nodes_dir / f"node{index}" / Path(path).name).mkdir(parents=True, exist_ok=True)
+    for path in node_local:
+        Path(path).mkdir(parents=True, exist_ok=True)
+    head_ip = head_address()
+    spec = {"nnodes": nnodes, "gpus_per_node": nproc, "cpus_per_node": 16, "ray_tmp": ray_tmp, "head_ip": head_ip,
+            "node_local": node_local, "nodes_dir": str(nodes_dir), "log_dir": str(out), "node_keeps": [MARK],
+            "fault": fault}
+    spec_path = work / "cluster.json"
+    spec_path.write_text(json.dumps(spec, indent=1))
+    return Cluster(nnodes, head_ip, nodes_dir, node_local, spec_path)
+
+
+def node_files(cluster: Cluster, ckpt_dir: Path) -> dict:
+    """{node index: sorted paths (relative to the checkpoint folder) of the files that node holds}."""
+    found = {}
+    for index in range(cluster.nnodes):
+        root = cluster.nodes_dir / f"node{index}" / ckpt_dir.name
+        found[index] = sorted(str(p.relative_to(root)) for p in root.rglob("*") if p.is_file())
+    return found
+
+
+def _kinds(files: list) -> str:
+    shards = [f for f in files if re.search(r"__\d+_\d+\.distcp$|_rank_\d+\.pt$", f)]
+    tracker = "tracker" if "latest_checkpointed_iteration.txt" in files else "no tracker"
+    data = sum(f.endswith("/data.pt") for f in files)
+    meta = sum(f.endswith(("/.metadata", "/common.pt", "/metadata.json")) for f in files)
+    return (f"{len(files)} file(s): {tracker}, {data} data.pt, {meta} dist-checkpoint index file(s) "
+            f"(.metadata/common.pt/metadata.json), {len(shards)} rank shard(s)")
+
+
+def list_files(cluster: Cluster, ckpt_dir: Path, out: Path, when: str) -> dict:
+    """Print and keep (``node_files.txt``) which checkpoint files each node holds."""
+    found = node_files(cluster, ckpt_dir)
+    lines = [f"# {when}: files under {ckpt_dir} on each node (node k's disk: {cluster.nodes_dir}/node<k>)"]
+    for index, files in found.items():
+        print(f"rehearse: {when}: node {index} ({cluster.hosts[index]}) holds {_kinds(files)}", flush=True)
+        lines += [f"node{index} {f}" for f in files]
+    with open(out / "node_files.txt", "a") as fh:
+        fh.write("\n".join(lines) + "\n")
+    return found
+
+
+def _cli(*args, timeout=900) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "verl_ascend", *args], capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def check_each(cluster: Cluster, ckpt_dir: Path, when: str) -> list:
+    """``ckpt check`` run on each node, in its own view; [(exit code, what it said first)] per node."""
+    results = []
+    for index, host in enumerate(cluster.hosts):
+        proc = subprocess.run(nodeshell.argv_for(str(cluster.nodes_dir), cluster.node_local,
+                                                 {host: index}, [host, sys.executable, "-m", "verl_ascend", "ckpt",
+                                                                 "check", str(ckpt_dir)]),
+                              capture_output=True, text=True, timeout=900)
+        said = [line.strip() for line in (proc.stdout + proc.stderr).splitlines() if line.strip()]
+        first = next((line for line in said if re.match(r"(error|warning|ERROR|WARNING)\b", line)), said[0] if said else "")
+        print(f"rehearse: {when}: ckpt check on node {index} ({host}): exit {proc.returncode}"
+              + (f": {first[:300]}" if proc.returncode else ""), flush=True)
+        results.append((proc.returncode, "\n".join(said)))
+    return results
+
+
+def sync(cluster: Cluster, ckpt_dir: Path) -> tuple:
+    """``ckpt sync`` between the nodes, over :mod:`.nodeshell`; (exit code, its output)."""
+    # --all: which node each rank lands on is Ray's choice on every run (in this project's runs rank 0 moved
+    # between nodes), and a Megatron rank also reads replicated tensors from other ranks' shards
+    proc = _cli("ckpt", "sync", str(ckpt_dir), "--all", "--nodes", *cluster.hosts, "--ssh", cluster.ssh())
+    text = (proc.stdout + proc.stderr).strip()
+    print(f"rehearse: ckpt sync {ckpt_dir} --all --nodes {' '.join(cluster.hosts)}: exit {proc.returncode}", flush=True)
+    for line in text.splitlines()[-12:]:
+        print(f"  {line}", flush=True)
+    return proc.returncode, text
+
+
+def per_node(said: list) -> dict:
+    """{node address: {role: (device, platform, settings dict)}} from the loop's own lines."""
+    nodes = {}
+    for line in said:
+        match = NODE_LINE.match(line)
+        if match:
+            ip, role, device, platform, settings = match.groups()
+            pairs = dict(item.split("=", 1) for item in settings.split() if "=" in item)
+            nodes.setdefault(ip, {})[role] = (device, platform, pairs)
+    return nodes
+
+
+def settings_crossed(said: list, driver: dict, hosts: list) -> tuple:
+    """(ok, lines): every node reported a process, and each holds exactly the driver's VERL_ASCEND* settings."""
+    nodes, lines, ok = per_node(said), [], True
+    for index, host in enumerate(hosts):
+        roles = nodes.get(host, {})
+        if not roles:
+            ok = False
+            lines.append(f"FAIL node {index} ({host}): no process of the loop reported from it")
+            continue
+        for role, (device, platform, settings) in sorted(roles.items()):
+            differ = sorted(k for k in set(settings) | set(driver) if settings.get(k) != driver.get(k))
+            ok = ok and not differ
+            lines.append(f"{'ok  ' if not differ else 'FAIL'} node {index} ({host}) {role}: device {device}, platform "
+                         f"{platform}, {len(settings)} VERL_ASCEND* setting(s)"
+                         + (f" differ from the driver's: {', '.join(differ)}" if differ else " = the driver's"))
+    return ok, lines
+
+
+def settings_of(environ) -> dict:
+    """The ``VERL_ASCEND*`` settings a process holds, as ``inloop.node_line`` reports them."""
+    from verl_ascend.rehearse.reaper import MARK
+
+    return {k: v for k, v in environ.items()
+            if (k == "VERL_ASCEND" or k.startswith("VERL_ASCEND_")) and k != MARK and " " not in v}
+
+
+def between_runs(cluster: Cluster, ckpt_dir: Path, out: Path, copy: bool = True) -> str:
+    """What a user without shared storage does between the save and the resume; '' when the nodes then hold a
+    checkpoint a resume can read (or, with ``copy`` off, whatever they hold), else why not."""
+    files = list_files(cluster, ckpt_dir, out, "after the save")
+    if not all(files.values()):
+        empty = [str(i) for i, f in files.items() if not f]
+        return f"node(s) {', '.join(empty)} hold no checkpoint file: the save did not reach every node's disk"
+    before = check_each(cluster, ckpt_dir, "before sync")
+    (out / "ckpt_check_before_sync.txt").write_text(
+        "".join(f"# node {i} ({h}): exit {code}\n{text}\n" for i, (h, (code, text)) in enumerate(zip(cluster.hosts, before))))
+    if all(code == 0 for code, _ in before):
+        return ("every node's checkpoint is complete before any copy: the nodes' disks were not separate "
+                "(a shared folder?), so this rehearsal shows nothing of a cluster without shared storage")
+    if not copy:
+        print("rehearse: --no-sync: the resume reads what each node holds (as a cluster without shared storage "
+              "does when nobody copies the checkpoint)", flush=True)
+        return ""
+    code, _ = sync(cluster, ckpt_dir)
+    if code != 0:
+        return f"ckpt sync between the nodes failed (exit {code}; its output is above)"
+    list_files(cluster, ckpt_dir, out, "after ckpt sync")
+    after = check_each(cluster, ckpt_dir, "after sync")
+    bad = [f"node {i} (exit {c})" for i, (c, _) in enumerate(after) if c != 0]
+    return f"ckpt check still fails after ckpt sync on {', '.join(bad)}" if bad else ""
