@@ -33,6 +33,7 @@ FIX_WORDS = {
     "rendezvous_unreachable": "MASTER_ADDR", "file_handles": "ulimit -n 65536", "cann_not_sourced": "set_env.sh",
     "ray_no_npu": "--resources", "ckpt_missing_tensor": "verl-ascend ckpt check",
     "stream_sync_timeout": "ASCEND_LAUNCH_BLOCKING=1", "peer_exited": "HCCL_EXEC_TIMEOUT", "device_network": "hccn_tool",
+    "ray_node_died": "verl-ascend ckpt sync",
 }
 
 

@@ -24,7 +24,7 @@ ECHO_WINDOW = datetime.timedelta(seconds=1)  # an unexplained line this close be
 LONG_GEN_SHARE = 0.5                  # generation over half of the step time: a long-tail step
 MAX_NOTED = 50                        # handled / shutdown lines kept in the report (all are counted)
 # the value a family's headline names, read from its first line: what to look for is in the headline itself
-HEADLINE_VALUE = {"ckpt_missing_tensor": "missing_key"}
+HEADLINE_VALUE = {"ckpt_missing_tensor": "missing_key", "ray_node_died": "dead_node"}
 
 
 def _where(event) -> dict:
@@ -120,6 +120,8 @@ def _notes(family_id, details, spread, events) -> list:
         notes.append("exception(s): " + ", ".join(sorted(details["exception"])))
     if details.get("missing_key"):
         notes.append("tensor(s) the model asked for that the checkpoint lacks: " + ", ".join(sorted(details["missing_key"])))
+    if family_id == "ray_node_died" and details.get("dead_node"):
+        notes.append("node(s) Ray marked dead (address): " + ", ".join(sorted(details["dead_node"])))
     if family_id == "npu_oom" and details.get("alloc"):
         notes.append("allocation(s) that failed: " + ", ".join(sorted(details["alloc"])))
     return notes

@@ -13,7 +13,7 @@ import re
 from verl_ascend.core import findings
 
 from . import anchors, context, table, timeline
-from .families import generic, hccl, training
+from .families import cluster, generic, hccl, training
 
 BLOCK = 4 << 20
 MAX_EVENTS = 50_000
@@ -35,6 +35,8 @@ _DETAILS = {
     "seq": re.compile(r"SeqNum=(\d+)"),
     "exit_type": re.compile(r"Worker exit type: (\w+ Worker exit detail: [^.]{0,100})"),
     "missing_key": re.compile(training.MISSING_TENSOR),
+    # Ray's node-death line; or the rehearsal's own verdict on a node it killed (rehearse --fault worker-node)
+    "dead_node": re.compile(r"node (?:with )?node id:? \S+ and (?:address|ip): (\S+) |" + cluster.OWN_VERDICT),
 }
 
 

@@ -47,7 +47,8 @@ SCAN_ANCHORS = (
     "not a valid model identifier", "does not appear to have a file", "size mismatch for", "state_dict",
     "divisible by", "timed out in blocking wait", "Timed out waiting", "System memory low at node",
     "cannot be scheduled right now", "placement group", "could not find a node type", "ACL stream synchronize failed",
-    "client socket has", "via c10d key-value store", "killed due to memory pressure")
+    "client socket has", "via c10d key-value store", "killed due to memory pressure", "has been marked dead",
+    "is not a distributed checkpoint", "exited with code")
 SCAN_PATTERN, SCAN_REGEX = anchors.build(SCAN_ANCHORS, SCAN_CODES)
 # verl's step lines are evidence and only the last one counts: the scanner looks for it with one rfind per block
 STEP_KEY = "timing_s/gen:"

@@ -173,8 +173,9 @@ def _after(a, b) -> bool:
     return a is not None and b is not None and a > b
 
 
-def judge(event, runs):
-    """(verdict, reason) for one error event, given every file's Run."""
+def judge(event, runs, ended_badly=frozenset()):
+    """(verdict, reason) for one error event, given every file's Run; ``ended_badly``: files whose own last word
+    is a non-zero exit (a run that failed before any progress mark is not another file's teardown)."""
     run = runs.get(event.path)
     if run is not None:
         if run.end and event.line > run.end.line:
@@ -194,7 +195,7 @@ def judge(event, runs):
             if _after(latest, event.when):
                 return HANDLED, f"the run in {path} went on: {_what(other)} at {latest:%H:%M:%S}"
         return FATAL, ""
-    if runs and all(r.finished for r in runs.values()):
+    if runs and all(r.finished for r in runs.values()) and event.path not in ended_badly:
         return HANDLED, "no time to place it by, and every run in these logs reached its end"
     return FATAL, ""
 
@@ -209,7 +210,8 @@ def _what(run) -> str:
 
 def judge_all(events, runs) -> dict:
     """id(event) -> (verdict, reason); a terminal line after an end turns that run's shutdown lines fatal."""
-    verdicts = {id(e): judge(e, runs) for e in events}
+    ended_badly = frozenset(e.path for e in events if e.path not in runs and TERMINAL.search(e.text))
+    verdicts = {id(e): judge(e, runs, ended_badly) for e in events}
     failed_after_end = {e.path for e in events if verdicts[id(e)][0] == SHUTDOWN and TERMINAL.search(e.text)}
     if failed_after_end:
         anywhere = any(p not in runs for p in failed_after_end)

@@ -34,6 +34,7 @@ RAY_PREFIX = re.compile(r"^\s*(\x1b\[[0-9;]*m)*\([^)]*pid=\d+[^)]*\)(\x1b\[[0-9;
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 SHOWN = ("step:", "Resuming from", "Loaded model", "rollout_order:", "Error", "Traceback")
 SAID = "verl-ascend rehearse:"  # what the loop's processes say about the plugin (inloop.py)
+OWN_ERROR = SAID + " error: "  # the rehearsal's own verdict on a run it ended (cluster.py)
 PID = re.compile(r" ?\(pid \d+\)")
 TAIL = 400  # lines of the end of main_ppo's output kept for naming its error
 
@@ -81,6 +82,9 @@ def first_error(lines, earlier=()) -> str:
     ``lines`` is the end of the output; ``earlier``, the error lines seen before it, is read only when the end
     names none (a worker's traceback can arrive well before the driver's last few hundred lines).
     """
+    own = [clean(line).split(OWN_ERROR, 1)[1] for line in lines if OWN_ERROR in line]
+    if own:  # the rehearsal's own verdict on the run (a planted fault, cluster.py): it names what the run cannot
+        return own[-1][:600]
     found = [text for text in map(error_line, lines) if text] or [text for text in earlier if text]
     if not found:  # an actor whose process died has only Ray's word for it
         found = [text for text in (error_line(line, ray_too=True) for line in lines) if text]

@@ -2,6 +2,8 @@
 
 from .model import GH, Family, Rule
 
+OWN_VERDICT = r"verl-ascend rehearse: error: node \d+ \(worker node \d+, (\S+)\) died mid-step"
+
 FAMILIES = {f.id: f for f in (
     Family(
         "host_oom_killed", 16, "Ray's memory monitor killed a worker (host RAM)",
@@ -22,6 +24,23 @@ FAMILIES = {f.id: f for f in (
         "--address=<head>:6379 --resources='{\"NPU\": 8}'`) without `--num-gpus`; `ray status` must list `NPU`.",
         (GH + "vllm-project/vllm-ascend/issues/3114", GH + "vllm-project/vllm-ascend/issues/2879",
          GH + "vllm-project/vllm-ascend/issues/8306"),
+    ),
+    Family(
+        "ray_node_died", 34, "Ray lost a node: every actor on it died with it",
+        "Ray's GCS stopped hearing from a node's raylet and marked the node dead (`The node with node id: ... and "
+        "address: <ip> ... has been marked dead because the detector has missed too many heartbeats from it`): the "
+        "machine went down, its raylet was killed (the kernel's OOM killer, a `ray stop` there) or it could not "
+        "answer in time (a saturated host, a network partition). Every actor on that node died with it: the "
+        "trainer's ranks there, rollout servers, TransferQueue storage units. verl does not replace them; on its "
+        "TransferQueue path (verl 0.9's default `trainer.use_v1`) a put to a dead storage unit is retried before "
+        "the loop fails (measured in a rehearsal: 3 x 200 s), so the run can look hung rather than failed.",
+        "On the node named here: `dmesg -T | grep -i -E 'killed process|out of memory'`, its "
+        "/tmp/ray/session_latest/logs/raylet.out, and whether it is up at all. Then restart Ray there "
+        "(`ray_start_worker.sh <head ip>`), copy the last checkpoint to every node (`verl-ascend ckpt sync <ckpt dir> "
+        "--nodes ...`) and resume. A node that was only slow: give it headroom (fewer CPU-heavy processes) or raise "
+        "`RAY_health_check_failure_threshold` on the head before `ray start`.",
+        (GH + "ray-project/ray/issues/44680", GH + "ray-project/ray/issues/59193", GH + "ray-project/ray/issues/15128",
+         GH + "ray-project/ray/issues/18449"),
     ),
     Family(
         "visible_devices_rewritten", 26, "Ray's ASCEND_RT_VISIBLE_DEVICES does not match what the launcher expects",
@@ -45,6 +64,13 @@ RULES = (
     Rule("host_oom_killed", ("System memory low at node",), r"System memory low at node with IP [\d.]+\..*killing"),
     Rule("host_oom_killed", ("killed due to memory pressure",),
          r"[1-9]\d* Workers \(tasks / actors\) killed due to memory pressure \(OOM\)"),
+    # Ray prints it at WARNING in the driver (worker.py) and as the GCS's error; the address names the node
+    Rule("ray_node_died", ("has been marked dead because the",),
+         r"node (?:with )?(?:node|client) (?:id|ID):? .+? (?:and (?:address|ip): (\S+) .*?)?has been marked dead because the "
+         r"(?:detector|monitor) has missed too many heartbeats", any_level=True),
+    # the rehearsal's own verdict, written when it killed a worker node (rehearse --fault worker-node): the run
+    # may have failed before Ray's line reached the driver's log
+    Rule("ray_node_died", ("died mid-step",), OWN_VERDICT),
     Rule("ray_started_with_gpus", ("has no NPU available",), r"has no NPU available\..*'GPU': ?[1-9]"),
     Rule("ray_no_npu", ("has no NPU available",), r"has no NPU available\.(?!.*'GPU': ?[1-9])"),
     Rule("visible_devices_rewritten", ("Error setting ASCEND_RT_VISIBLE_DEVICES",),

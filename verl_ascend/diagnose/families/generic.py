@@ -44,7 +44,7 @@ RULES = (
     Rule(UNRECOGNISED, ("died", "Died", "Worker exit type"),
          r"actor died unexpectedly|ActorDiedError|RayActorError|A worker died or was killed|"
          r"Worker exit type: (?:SYSTEM_ERROR|USER_ERROR|NODE_OUT_OF_MEMORY)|[Aa]ctor \S+ (?:has )?died", unless=_BENIGN),
-    Rule(UNRECOGNISED, ("exit code", "exit status", "exitcode", "Killed", "Segmentation fault", "core dumped",
+    Rule(UNRECOGNISED, ("exit code", "exited with code", "exit status", "exitcode", "Killed", "Segmentation fault", "core dumped",
                         "Fatal Python", "SIGSEGV", "SIGABRT", "SIGKILL", "failed"),
          r"exit(?:ed)? (?:with )?(?:code|status)\s*[:=]?\s*-?[1-9]\d*|exitcode\s*:\s*-?[1-9]\d*|"
          r"non-zero exit status -?[1-9]|(?:^|\s)Killed(?:\s+\S*python|\s*$)|Segmentation fault|core dumped|"

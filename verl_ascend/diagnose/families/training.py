@@ -57,6 +57,9 @@ RULES = (
     # not megatron's missing-tensor KeyError, which lists every key the checkpoint has (q_layernorm ones too)
     Rule("mindspeed_too_old", ("q_layernorm", "k_layernorm"), r"KeyError: .*\b[qk]_layernorm\b",
          unless=r"from model not in state dict"),
+    # megatron-core's own words when a dist_ckpt folder has no metadata.json (dist_checkpointing/validation.py)
+    Rule("ckpt_metadata_missing", ("is not a distributed checkpoint",),
+         r"CheckpointingException: \S+ is not a distributed checkpoint"),
     Rule("ckpt_metadata_missing", ("common.pt", ".metadata", "metadata.json"),
          r"(?:FileNotFoundError|No such file or directory|CheckpointingException).*"
          r"(?:\bcommon\.pt\b|/\.metadata\b|\.metadata['\"]?\s*$|\bmetadata\.json\b)"),

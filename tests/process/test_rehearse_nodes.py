@@ -1,0 +1,100 @@
+"""`verl-ascend rehearse --nnodes 2`: the shipped 32B recipe's multi-node path on two Ray nodes of this machine.
+
+Each node has its own address, its own disk for the checkpoint folder and Ray's (a mount namespace), and no
+VERL_ASCEND* setting of its own; main_ppo runs with trainer.nnodes=2 (1 rank per node: the recipe's TP8 PP2 scales
+to TP2, one tensor-parallel group across the two nodes). Between the runs, what a cluster without shared storage
+needs: the files per node, `ckpt check` on each node, `ckpt sync`, `ckpt check` again, the resume. Then the same
+without the sync (the resume fails, `diagnose` names why), and a worker node that loses power mid-step.
+Everything asserted is read from the rehearsal's own output and the run's own files.
+"""
+
+import re
+import tempfile
+from pathlib import Path
+
+from rehearsal_helpers import ROOT, assert_diagnosed_as, assert_diagnosed_clean, assert_nothing_left, logs_tail, needs_09, rehearse
+
+RECIPE = ROOT / "recipes" / "grpo_qwen2_5_32b_a2.sh"
+NODES = ("--nnodes", "2", "--nproc", "1", "--steps", "1")
+
+
+def node_lines(stdout: str) -> dict:
+    """{role: node address} from the loop's own lines (each process says where it runs)."""
+    return {role: ip for ip, role in re.findall(r"^  node (\S+): (actor rank \d|TaskRunner): device cpu", stdout, re.M)}
+
+
+@needs_09
+def test_two_nodes_with_their_own_disks_save_check_sync_and_resume():
+    with tempfile.TemporaryDirectory(prefix="va-rh-test-") as tmp:
+        out = Path(tmp) / "out"
+        proc = rehearse(out, *NODES, recipe=RECIPE)
+        assert proc.returncode == 0, proc.stdout[-5000:] + proc.stderr[-3000:] + logs_tail(out)
+        changes = (out / "changes.txt").read_text()
+        assert "trainer.nnodes=2, n_gpus_per_node=1" in changes and "recipe TP8 PP2 -> TP2" in changes, changes
+        ups = re.findall(r"node (\d) \((?:head|worker node 1)\) at (\S+): Ray node up, 1 NPU", proc.stdout)
+        hosts = dict(ups)
+        assert sorted(hosts) == ["0", "1"] and hosts["1"] == "127.0.0.2" and hosts["0"] != hosts["1"], ups
+        # the two actor ranks (one TP group) ran on different nodes, as their own processes said
+        where = node_lines(proc.stdout)
+        assert {where["actor rank 0"], where["actor rank 1"]} == set(hosts.values()), where
+        # every node's processes hold the driver's VERL_ASCEND* settings, which only the job's runtime env carried
+        crossed = re.findall(r"^  (ok  |FAIL) node (\d) \((\S+)\) (.+?): device cpu, platform (\w+), (\d+) VERL_ASCEND",
+                             proc.stdout, re.M)
+        assert {n for _, n, *_ in crossed} == {"0", "1"} and all(s == "ok  " for s, *_ in crossed), crossed
+        assert all(int(count) >= 3 for *_, count in crossed), crossed  # VERL_ASCEND, _DEVICE, _REHEARSE, ...
+
+        # node-local checkpoints: after the save each node held only what its processes wrote
+        files = {}
+        for line in (out / "node_files.txt").read_text().split("# after ckpt sync")[0].splitlines():
+            if not line.startswith("#"):
+                node, rel = line.split(" ", 1)
+                files.setdefault(node, set()).add(rel)
+        assert set(files) == {"node0", "node1"}, sorted(files)
+        tracker = [n for n, f in files.items() if "latest_checkpointed_iteration.txt" in f]
+        assert len(tracker) == 1, tracker  # written once, by the trainer on its node
+        shards = {n: {f for f in f_ if f.endswith(".distcp")} for n, f_ in files.items()}
+        assert shards["node0"] and shards["node1"] and not shards["node0"] & shards["node1"], shards
+        # ckpt check on each node named what it lacked; ckpt sync; then both pass
+        before = re.findall(r"before sync: ckpt check on node (\d) \(\S+\): exit (\d+)(.*)", proc.stdout)
+        assert len(before) == 2 and all(code != "0" for _, code, _ in before), before
+        assert any("missing on this node" in said or "ckpt_contents.json" in said for *_, said in before), before
+        assert re.search(r"ckpt sync \S+ --all --nodes \S+ 127\.0\.0\.2: exit 0", proc.stdout), proc.stdout[-3000:]
+        after = re.findall(r"after sync: ckpt check on node (\d) \(\S+\): exit (\d+)", proc.stdout)
+        assert after == [("0", "0"), ("1", "0")], after
+        for node in ("node0", "node1"):
+            assert (out / "nodes" / node / "checkpoints" / "latest_checkpointed_iteration.txt").read_text().strip() == "1"
+        # the resume read the synced checkpoint: the rehearsal's own verdict
+        for line in ("ok   resume loaded the checkpoint", "ok   resumed run's first step is 2",
+                     "ok   actor/kl_loss > 0 at the resumed step 2"):
+            assert line in proc.stdout, (line, proc.stdout[-3000:])
+        assert not any((out / "checkpoints").iterdir())  # the shared path held nothing outside the nodes
+        assert_nothing_left(proc, out)
+        assert_diagnosed_clean(out)
+
+
+@needs_09
+def test_without_the_sync_the_resume_fails_as_on_a_cluster_and_diagnose_names_it():
+    with tempfile.TemporaryDirectory(prefix="va-rh-test-") as tmp:
+        out = Path(tmp) / "out"
+        proc = rehearse(out, *NODES, "--no-sync", recipe=RECIPE)
+        assert proc.returncode == 1, proc.stdout[-4000:] + proc.stderr[-3000:]
+        assert "--no-sync: the resume reads what each node holds" in proc.stdout
+        assert "ckpt sync" not in proc.stdout.split("--no-sync:")[1].split("rehearse: resume")[0]
+        assert "main_ppo (resume) failed" in proc.stderr or "resume loaded the checkpoint" in proc.stdout, proc.stderr
+        assert_nothing_left(proc, out)
+        diagnosed = assert_diagnosed_as(out, "ckpt_metadata_missing")
+        assert "ckpt sync" in diagnosed.stdout, diagnosed.stdout[-3000:]
+
+
+@needs_09
+def test_a_worker_node_that_dies_mid_step_is_named_and_nothing_is_left_on_either_node():
+    with tempfile.TemporaryDirectory(prefix="va-rh-test-") as tmp:
+        out = Path(tmp) / "out"
+        proc = rehearse(out, *NODES, "--fault", "worker-node", recipe=RECIPE)
+        assert proc.returncode == 1, proc.stdout[-4000:] + proc.stderr[-3000:]
+        assert re.search(r"fault planted: node 1 \(worker node 1, 127\.0\.0\.2\) lost power: [1-9]\d* process",
+                         proc.stdout), proc.stdout[-3000:]
+        assert "127.0.0.2" in proc.stderr and "node 1" in proc.stderr, proc.stderr[-3000:]
+        assert not list((out / "nodes").glob("node*/checkpoints/global_step_*"))
+        assert_nothing_left(proc, out)
+        assert_diagnosed_as(out, "(ray_")
