@@ -115,3 +115,4 @@ def assert_diagnosed_as(out: Path, planted: str):
     assert proc.returncode == 1, proc.stdout[-3000:] + proc.stderr[-2000:]
     first = proc.stdout.split("[2]")[0]  # the headline and the first finding, not a later echo
     assert planted in first, (planted, proc.stdout[-4000:])
+    return proc

@@ -80,10 +80,14 @@ def test_without_the_sync_the_resume_fails_as_on_a_cluster_and_diagnose_names_it
         assert proc.returncode == 1, proc.stdout[-4000:] + proc.stderr[-3000:]
         assert "--no-sync: the resume reads what each node holds" in proc.stdout
         assert "ckpt sync" not in proc.stdout.split("--no-sync:")[1].split("rehearse: resume")[0]
-        assert "main_ppo (resume) failed" in proc.stderr or "resume loaded the checkpoint" in proc.stdout, proc.stderr
+        # which of the two failures a cluster without shared storage gives depends on the node Ray puts the trainer
+        # on for the resume: the one that holds the tracker (the ranks elsewhere lack the step's metadata), or
+        # another (verl finds no tracker and trains from scratch; the rehearsal's own verdict fails it)
+        metadata = "main_ppo (resume) failed" in proc.stderr
+        assert metadata or "FAIL resume loaded the checkpoint" in proc.stdout, proc.stdout[-3000:] + proc.stderr[-2000:]
         assert_nothing_left(proc, out)
-        diagnosed = assert_diagnosed_as(out, "ckpt_metadata_missing")
-        assert "ckpt sync" in diagnosed.stdout, diagnosed.stdout[-3000:]
+        diagnosed = assert_diagnosed_as(out, "(ckpt_metadata_missing" if metadata else "(ckpt_not_seen_on_resume")
+        assert "verl-ascend ckpt sync" in diagnosed.stdout, diagnosed.stdout[-3000:]
 
 
 @needs_09
@@ -94,7 +98,9 @@ def test_a_worker_node_that_dies_mid_step_is_named_and_nothing_is_left_on_either
         assert proc.returncode == 1, proc.stdout[-4000:] + proc.stderr[-3000:]
         assert re.search(r"fault planted: node 1 \(worker node 1, 127\.0\.0\.2\) lost power: [1-9]\d* process",
                          proc.stdout), proc.stdout[-3000:]
-        assert "127.0.0.2" in proc.stderr and "node 1" in proc.stderr, proc.stderr[-3000:]
+        # the rehearsal's verdict: the node, and what died there (the actor rank on it among them)
+        assert re.search(r"failed, exit 1: node 1 \(worker node 1, 127\.0\.0\.2\) died mid-step: .*its processes died "
+                         r"with it: .*WorkerDict", proc.stderr), proc.stderr[-3000:]
         assert not list((out / "nodes").glob("node*/checkpoints/global_step_*"))
         assert_nothing_left(proc, out)
-        assert_diagnosed_as(out, "(ray_")
+        assert_diagnosed_as(out, "(ray_node_died: 127.0.0.2)")

@@ -66,10 +66,11 @@ def test_public_shape_is_named_with_its_fix(name):
 
 def test_every_family_has_a_fixture_somewhere():
     import test_diagnose  # the first table's cases
+    import test_diagnose_timeline  # families shown on our own rehearsals' logs
     import test_diagnose_verbatim  # the verbatim excerpts' families
 
     covered = ({f for f, _ in SOURCES.values()} | {c[1] for c in test_diagnose.CASES} | {"hccl_call_failed"}
-               | {f for f, _ in test_diagnose_verbatim.SOURCES.values()})
+               | {f for f, _ in test_diagnose_verbatim.SOURCES.values()} | test_diagnose_timeline.FAMILIES_SHOWN)
     assert set(table.FAMILIES) - covered == set()
 
 

@@ -60,9 +60,32 @@ def test_a_healthy_rehearsal_log_is_clean_and_its_teardown_is_named(name, capsys
         assert "shutdown noise:" in out and "DataLoader worker" in out
 
 
+# r7c's third run found no tracker (removed between the runs, as a node-local disk loses it) and trained from
+# scratch into the folder r7c's first two runs had saved to: each log is healthy alone, together they say the
+# resume did not see the checkpoint
+SCRATCH_AFTER_SAVE = "r7c_console_scratch.log"
+FAMILIES_SHOWN = {"ckpt_not_seen_on_resume"}  # read by test_diagnose_public's coverage check
+
+
 def test_all_healthy_logs_together_are_clean(capsys):
-    code, out, err = cli_run(capsys, "diagnose", *[REHEARSAL / n for n in HEALTHY])
+    code, out, err = cli_run(capsys, "diagnose", *[REHEARSAL / n for n in HEALTHY if n != SCRATCH_AFTER_SAVE])
     assert code == 0, out
+
+
+def test_a_run_from_scratch_into_a_folder_an_earlier_run_saved_to_is_named_with_the_save(capsys):
+    logs = [REHEARSAL / n for n in ("r7c_console.log", "r7c_console_resume.log", SCRATCH_AFTER_SAVE)]
+    result = diagnose(*logs)
+    assert result["exit_code"] == 1
+    assert [f["code"] for f in result["findings"]] == ["ckpt_not_seen_on_resume"]
+    found = result["findings"][0]
+    assert found["where"]["file"].endswith(SCRATCH_AFTER_SAVE) and "Training from scratch" in found["where"]["text"]
+    # the latest save before it, from the resume run's own log
+    assert any("/tmp/r7c/checkpoints/global_step_3 (" in n and "r7c_console_resume.log" in n
+               for n in found["details"]["notes"]), found["details"]["notes"]
+    assert "verl-ascend ckpt sync" in found["fix"]
+    # the same logs without the earlier saves: a first run from scratch is no failure
+    assert diagnose(REHEARSAL / SCRATCH_AFTER_SAVE)["exit_code"] == 0
+    assert diagnose(REHEARSAL / "r7b_console.log", REHEARSAL / SCRATCH_AFTER_SAVE)["exit_code"] == 0  # another folder
 
 
 def test_the_same_log_cut_before_its_end_fails_on_the_teardown_line(tmp_path):

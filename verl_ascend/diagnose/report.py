@@ -120,6 +120,8 @@ def _notes(family_id, details, spread, events) -> list:
         notes.append("exception(s): " + ", ".join(sorted(details["exception"])))
     if details.get("missing_key"):
         notes.append("tensor(s) the model asked for that the checkpoint lacks: " + ", ".join(sorted(details["missing_key"])))
+    if details.get("saved_before"):
+        notes.append("the checkpoint an earlier run of these logs saved: " + ", ".join(sorted(details["saved_before"])))
     if family_id == "ray_node_died" and details.get("dead_node"):
         notes.append("node(s) Ray marked dead (address): " + ", ".join(sorted(details["dead_node"])))
     if family_id == "npu_oom" and details.get("alloc"):
@@ -145,6 +147,32 @@ def _tls_events(evidence):
     note = ("TLS switch values seen: " + ", ".join(f"{v} on {n} device line(s)" for v, n in sorted(values.items()))
             + f"; the devices with the less common value {minority} are listed")
     return events, note
+
+
+def _scratch_events(evidence):
+    """A run that started from scratch after another run of these logs saved a checkpoint into the folder it saves
+    into itself: it did not see that checkpoint (verl reads the tracker on the trainer's node). Placed by time: the
+    earlier save's stamp before the start's."""
+    from . import context
+    from .scan import Event
+
+    def when_of(stamp):
+        return context.resolve(stamp, stamp[0]) if stamp else None
+
+    events = []
+    for path, line, text, stamp, _ in evidence["scratch"]:
+        when = when_of(stamp)
+        # the folder this run saves into (its own later saves): an earlier run's save there is what it missed
+        folder = next((g[0] for p, n, _, _, g in evidence["saved"] if p == path and n > line), None)
+        saves = [f"{groups[0]}/global_step_{groups[1]} ({s_path}:{s_line})"
+                 for s_path, s_line, _, s_stamp, groups in evidence["saved"]
+                 if s_path != path and groups[0] == folder and when and when_of(s_stamp) and when_of(s_stamp) < when]
+        if saves:
+            event = Event("ckpt_not_seen_on_resume", path, line, text, stamp, None, {})
+            event.when = when
+            event.details["saved_before"] = saves[-1]
+            events.append(event)
+    return events
 
 
 def _long_tail(scanner, findings, fatal) -> list:
@@ -207,8 +235,12 @@ def _noted(event, reason) -> dict:
 
 def build(scanner) -> Diagnosis:
     tls_events, tls_note = _tls_events(scanner.evidence["tls"])
+    scratch = _scratch_events(scanner.evidence)
     runs = scanner.timeline.runs
     verdicts = timeline.judge_all(scanner.events + tls_events, runs)
+    # a start from scratch is not an error the run goes on after: the run that follows it is the failure
+    verdicts.update({id(e): (timeline.FATAL, "") for e in scratch})
+    tls_events += scratch
     kept = {timeline.HANDLED: [], timeline.SHUTDOWN: []}
     by_family = collections.defaultdict(list)
     for event in scanner.events + tls_events:

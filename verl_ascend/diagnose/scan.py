@@ -128,7 +128,7 @@ class Scanner:
         self.loud_rules = [(r, p, u) for r, p, u in self.rules if r.any_level]
         self.events = []
         self.overflow = {}            # family -> matched lines beyond MAX_EVENTS
-        self.evidence = {"rollout": [], "tls": [], "steps": None, "step_line": None}
+        self.evidence = {"rollout": [], "tls": [], "steps": None, "step_line": None, "saved": [], "scratch": []}
         self.pid_where = {}           # pid -> {rank, device, node} learned from matched lines
         self.files = []
         self.skipped = []             # (path, reason)
@@ -304,6 +304,10 @@ class Scanner:
             self.evidence["tls"].append((value, path, line_no, text.strip()[:400], context.timestamp(text), where))
         elif table.EVIDENCE["rollout"].search(text) and len(self.evidence["rollout"]) < 100:
             self.evidence["rollout"].append((path, line_no, text.strip()[:400]))
+        for key in ("saved", "scratch"):
+            m = table.EVIDENCE[key].search(text)
+            if m and len(self.evidence[key]) < 1000:
+                self.evidence[key].append((path, line_no, text.strip()[:400], context.timestamp(text), m.groups()))
 
     # -- after all files ------------------------------------------------------------------------------
     def finish(self):

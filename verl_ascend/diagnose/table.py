@@ -19,6 +19,9 @@ from .families import FAMILIES, HCCL_RESULT, RULES, UNRECOGNISED, Family, Rule  
 EVIDENCE = {
     "rollout": re.compile(r"generate_sequences|No available shared memory broadcast block found"),
     "tls": re.compile(r"TLS SWITCH \((\d)\)|tls switch\[(\d)\]"),
+    # verl's trainer (v1 and legacy) on a save, and on a start that found no checkpoint to resume from
+    "saved": re.compile(r"Saving checkpoint to (\S+)/global_step_(\d+)"),
+    "scratch": re.compile(r"Training from scratch"),
 }
 # What the scanner looks for in whole blocks before reading lines: every rule / evidence keyword contains one of
 # SCAN_ANCHORS (tests/unit/test_diagnose.py checks it); the one rule without keywords (the error-code fallback)
@@ -48,9 +51,11 @@ SCAN_ANCHORS = (
     "divisible by", "timed out in blocking wait", "Timed out waiting", "System memory low at node",
     "cannot be scheduled right now", "placement group", "could not find a node type", "ACL stream synchronize failed",
     "client socket has", "via c10d key-value store", "killed due to memory pressure", "has been marked dead",
-    "is not a distributed checkpoint", "exited with code")
+    "is not a distributed checkpoint", "exited with code",
+    "Saving checkpoint to", "Training from scratch")
 SCAN_PATTERN, SCAN_REGEX = anchors.build(SCAN_ANCHORS, SCAN_CODES)
 # verl's step lines are evidence and only the last one counts: the scanner looks for it with one rfind per block
 STEP_KEY = "timing_s/gen:"
 EVIDENCE_KEYWORDS = ("generate_sequences", "No available shared memory broadcast block", "TLS SWITCH", "tls switch[",
+                     "Saving checkpoint to", "Training from scratch",
                      "timing_s/gen:")

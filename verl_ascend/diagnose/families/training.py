@@ -37,6 +37,18 @@ FAMILIES = {f.id: f for f in (
         (VERL_NPU_FAQ,),
     ),
     Family(
+        "ckpt_not_seen_on_resume", 36, "A run started from scratch although an earlier run saved a checkpoint",
+        "verl's trainer logged `Training from scratch`: with `trainer.resume_mode=auto` it found no "
+        "`latest_checkpointed_iteration.txt` in `trainer.default_local_dir`, though an earlier run in these logs "
+        "saved a step there (named in the notes). The tracker is written on the node where the trainer ran at the "
+        "save and read on the node where it runs now; Ray places the trainer anew each run, so on per-node disks "
+        "the new run often looks on a node that never had it (or the folder was cleaned, or the path differs).",
+        "Copy the checkpoint to every node before resuming: `verl-ascend ckpt sync <ckpt dir> --all --nodes <node> "
+        "...` (`verl-ascend ckpt check <dir>` on each node confirms); or put `trainer.default_local_dir` on shared "
+        "storage; or name the step: `trainer.resume_mode=resume_path trainer.resume_from_path=<dir>/global_step_N`.",
+        (VERL_NPU_FAQ,),
+    ),
+    Family(
         "ckpt_missing_tensor", 33, "The checkpoint lacks a tensor the model loads",
         "A Megatron / torch DCP checkpoint is read through its `.metadata` index: the model asked for a tensor (named "
         "in the headline and the notes) that the index does not list. Either the checkpoint is incomplete (a "
