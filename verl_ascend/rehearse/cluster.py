@@ -6,7 +6,8 @@ with it. It starts the nodes, waits for them, runs the trainer against them and 
 
 A node here is what a cluster node is to verl and Ray:
 
-- its own address: the head on 127.0.0.1, worker node k on 127.0.0.(k+1) (``ray start --node-ip-address``);
+- its own address: the head on this machine's, worker node k on 127.A.B.(k+1) (``ray start --node-ip-address``;
+  A.B drawn per rehearsal, so two rehearsals on one host never share a node address);
 - its own disks: a mount namespace of its own (util-linux ``unshare --mount --propagation private``) in which
   the node's folder is bind-mounted over the checkpoint folder (``trainer.default_local_dir``) and over Ray's
   temp folder. Every node sees the same absolute paths, as on a cluster, and none sees another node's files;
@@ -40,27 +41,41 @@ NODE_WAIT = 300  # seconds for every node to register with the head (a loaded 2-
 FAULT_TRIGGER = "rollout dispatch"  # the TaskRunner's first-dispatch line (inloop.py): the loop is mid-step
 
 
-def node_ip(index: int, head_ip: str = "") -> str:
+def node_ip(index: int, head_ip: str = "", subnet: str = "127.0.0") -> str:
     """The head keeps this machine's own address (Ray's drivers find their node by it, as a cluster's driver on the
-    head does); worker node k gets 127.0.0.(k+1)."""
-    return head_ip if index == 0 else f"127.0.0.{index + 1}"
+    head does); worker node k gets SUBNET.(k+1) on the loopback (all of 127/8 is this machine's)."""
+    return head_ip if index == 0 else f"{subnet}.{index + 1}"
 
 
 def node_name(index: int) -> str:
     return "head" if index == 0 else f"worker node {index}"
 
 
-def _free_ports(ip: str, count: int) -> list:
-    socks = []
+def _ephemeral_start() -> int:
     try:
-        for _ in range(count):
-            sock = socket.socket()
-            sock.bind((ip, 0))
-            socks.append(sock)
-        return [sock.getsockname()[1] for sock in socks]
-    finally:
-        for sock in socks:
-            sock.close()
+        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768
+
+
+def _free_ports(ip: str, count: int) -> list:
+    """``count`` ports free on ``ip`` now, below the kernel's ephemeral range and above Ray's default worker ports
+    (10002-19999): a port the kernel hands to someone's bind(0) (verl's MASTER_PORT, another run's) between this
+    pick and Ray's bind would fail the run (measured: EADDRINUSE in torch's TCPStore with three rehearsals at once)."""
+    import random
+
+    low, high = 20000, max(20000 + 4 * count, _ephemeral_start())
+    found = []
+    for port in random.sample(range(low, high), min(high - low, 40 * count)):
+        with socket.socket() as sock:
+            try:
+                sock.bind((ip, port))
+            except OSError:
+                continue
+        found.append(port)
+        if len(found) == count:
+            return found
+    raise RuntimeError(f"no {count} free ports between {low} and {high} on {ip}")
 
 
 def _ray() -> list:
@@ -69,7 +84,7 @@ def _ray() -> list:
 
 def start_argv(index: int, spec: dict, head_ip: str, head_port: int) -> list:
     """The node's ``ray start`` command (see the module docstring for where each flag comes from)."""
-    ip, per_node = node_ip(index, head_ip), spec["gpus_per_node"]
+    ip, per_node = node_ip(index, head_ip, spec["subnet"]), spec["gpus_per_node"]
     ports = _free_ports(ip, 7 + WORKER_PORTS)
     argv = _ray() + ["start", "--block", "--node-ip-address", ip, "--num-cpus", str(spec["cpus_per_node"]),
                      "--num-gpus", str(per_node), "--resources", json.dumps({"NPU": per_node}),
@@ -120,7 +135,16 @@ def say(text: str) -> None:
     print(f"{SAID} {text}", flush=True)
 
 
-def wait_for_nodes(address: str, count: int, gpus_per_node: int, procs: list, timeout: float = NODE_WAIT) -> dict:
+def _last_words(log: Path) -> str:
+    try:
+        lines = [line.strip() for line in log.read_text(errors="replace").splitlines() if line.strip()]
+    except OSError:
+        return f"(no {log.name})"
+    return " / ".join(lines[-3:])[-600:]
+
+
+def wait_for_nodes(address: str, count: int, gpus_per_node: int, procs: list, log_dir: str,
+                   timeout: float = NODE_WAIT) -> dict:
     """Wait, as recipes/ray_wait.sh does, until the cluster has every node's NPUs; return {node ip: resources}."""
     import ray
 
@@ -132,9 +156,11 @@ def wait_for_nodes(address: str, count: int, gpus_per_node: int, procs: list, ti
             npus = sum(int(r.get("NPU", 0)) for r in alive.values())
             if npus >= count * gpus_per_node:
                 return alive
-            dead = [node_name(i) for i, proc in enumerate(procs) if proc.poll() is not None]
+            dead = [i for i, proc in enumerate(procs) if proc.poll() is not None]
             if dead or time.monotonic() > deadline:
-                why = f"{', '.join(dead)} exited" if dead else f"not within {timeout:.0f} s"
+                why = (f"{', '.join(node_name(i) for i in dead)} exited: " + " | ".join(
+                    _last_words(Path(log_dir) / f"ray_start_node{i}.log") for i in dead)) if dead else \
+                    f"not within {timeout:.0f} s"
                 raise RuntimeError(f"the rehearsal's Ray cluster did not come up ({why}): {npus} NPU of "
                                    f"{count * gpus_per_node} registered, nodes {sorted(alive)}")
             time.sleep(1)
@@ -172,18 +198,18 @@ def main(argv=None) -> int:
         if index == 0:
             time.sleep(1)  # the workers' ray start retries until the head's GCS answers
     try:
-        nodes = wait_for_nodes(address, count, spec["gpus_per_node"], procs)
+        nodes = wait_for_nodes(address, count, spec["gpus_per_node"], procs, spec["log_dir"])
     except Exception as exc:
         print(f"RuntimeError: {exc}", flush=True)
         return 1
     for index in range(count):
-        ip = node_ip(index, head_ip)
+        ip = node_ip(index, head_ip, spec["subnet"])
         say(f"node {index} ({node_name(index)}) at {ip}: Ray node up, {int(nodes.get(ip, {}).get('NPU', 0))} NPU, its own disk for "
             f"{', '.join(spec['node_local'])} ({Path(spec['nodes_dir']) / f'node{index}'})")
     env = {**os.environ, "RAY_ADDRESS": address}
     driver = subprocess.Popen(trainer, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                               stderr=subprocess.STDOUT, text=True, errors="replace", start_new_session=True)
-    fault = Fault(count - 1, procs[count - 1], node_ip(count - 1, head_ip), driver) \
+    fault = Fault(count - 1, procs[count - 1], node_ip(count - 1, head_ip, spec["subnet"]), driver) \
         if spec.get("fault") == "worker-node" and count > 1 else None
     for line in driver.stdout:
         sys.stdout.write(line)

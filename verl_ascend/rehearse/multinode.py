@@ -33,12 +33,13 @@ class Cluster:
     nodes_dir: Path
     node_local: list  # absolute paths every node has its own copy of
     spec_path: Path
+    subnet: str  # worker node k is SUBNET.(k+1)
 
     @property
     def hosts(self) -> list:
         from verl_ascend.rehearse.cluster import node_ip
 
-        return [node_ip(i, self.head_ip) for i in range(self.nnodes)]
+        return [node_ip(i, self.head_ip, self.subnet) for i in range(self.nnodes)]
 
     def ssh(self) -> str:
         return nodeshell.ssh_command(str(self.nodes_dir), self.node_local, {h: i for i, h in enumerate(self.hosts)})
@@ -66,12 +67,15 @@ def prepare(nnodes: int, nproc: int, out: Path, work: Path, ckpt_dir: Path, ray_
     for path in node_local:
         Path(path).mkdir(parents=True, exist_ok=True)
     head_ip = head_address()
-    spec = {"nnodes": nnodes, "gpus_per_node": nproc, "cpus_per_node": 16, "ray_tmp": ray_tmp, "head_ip": head_ip,
+    import random
+
+    subnet = f"127.{random.randint(1, 254)}.{random.randint(0, 255)}"  # two rehearsals on a host never share one
+    spec = {"subnet": subnet, "nnodes": nnodes, "gpus_per_node": nproc, "cpus_per_node": 16, "ray_tmp": ray_tmp, "head_ip": head_ip,
             "node_local": node_local, "nodes_dir": str(nodes_dir), "log_dir": str(out), "node_keeps": [MARK],
             "fault": fault}
     spec_path = work / "cluster.json"
     spec_path.write_text(json.dumps(spec, indent=1))
-    return Cluster(nnodes, head_ip, nodes_dir, node_local, spec_path)
+    return Cluster(nnodes, head_ip, nodes_dir, node_local, spec_path, subnet)
 
 
 def node_files(cluster: Cluster, ckpt_dir: Path) -> dict:
