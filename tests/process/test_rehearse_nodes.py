@@ -107,3 +107,23 @@ def test_a_worker_node_that_dies_mid_step_is_named_and_nothing_is_left_on_either
         assert not list((out / "nodes").glob("node*/checkpoints/global_step_*"))
         assert_nothing_left(proc, out)
         assert_diagnosed_as(out, f"(ray_node_died: {victim})")
+
+
+@needs_09
+def test_check_and_the_multi_node_plan_count_the_recipes_world_alike(tmp_path):
+    from subproc import run_cli
+
+    checked = run_cli("check", str(RECIPE), timeout=300)
+    world = re.search(r"^layout: world (\d+);", checked.stdout, re.M)
+    assert world, checked.stdout + checked.stderr
+    proc = run_cli("rehearse", str(RECIPE), "--plan", *NODES, "--out", str(tmp_path / "out"), timeout=300)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+    changes = (tmp_path / "out" / "changes.txt").read_text()
+    said = re.search(r"nodes: the recipe's world (\d+) \(trainer\.nnodes=(\d+) x n_gpus_per_node=(\d+), as "
+                     r"`verl-ascend check` counts it\) -> 2 x 1 = 2", changes)
+    assert said and said.group(1) == world.group(1) == str(int(said.group(2)) * int(said.group(3))), (said, world)
+    assert "trainer.nnodes=2" in (tmp_path / "out" / "commands.txt").read_text()
+    assert "ray_kwargs.ray_init.num_cpus" not in (tmp_path / "out" / "commands.txt").read_text()  # Ray is the cluster's
+    # nothing refused without a multi-node run: the flags that only act on one say so (exit 2)
+    bad = run_cli("rehearse", str(RECIPE), "--plan", "--no-sync", "--out", str(tmp_path / "out2"), timeout=300)
+    assert bad.returncode == 2 and "--nnodes 2" in bad.stderr, bad.stderr

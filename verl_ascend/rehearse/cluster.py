@@ -103,9 +103,15 @@ def start_argv(index: int, spec: dict, head_ip: str, head_port: int) -> list:
 
 
 def binds(index: int, spec: dict) -> list:
-    """``mount --bind`` commands that give node ``index`` its own folder at each node-local path."""
-    return [["mount", "--bind", str(Path(spec["nodes_dir"]) / f"node{index}" / Path(target).name), target]
-            for target in spec["node_local"]]
+    """``mount --bind`` commands that give node ``index`` its own folder at each node-local path (both made here
+    when missing: commands.txt runs this again after the rehearsal's temp folder is gone)."""
+    cmds = []
+    for target in spec["node_local"]:
+        source = Path(spec["nodes_dir"]) / f"node{index}" / Path(target).name
+        source.mkdir(parents=True, exist_ok=True)
+        Path(target).mkdir(parents=True, exist_ok=True)
+        cmds.append(["mount", "--bind", str(source), target])
+    return cmds
 
 
 def in_node_view(index: int, spec: dict, argv: list) -> list:

@@ -55,7 +55,7 @@ def head_address() -> str:
     return get_node_ip_address()
 
 
-def prepare(nnodes: int, nproc: int, out: Path, work: Path, ckpt_dir: Path, ray_tmp: str, fault: str = "") -> Cluster:
+def prepare(nnodes: int, nproc: int, out: Path, ckpt_dir: Path, ray_tmp: str, fault: str = "") -> Cluster:
     """The node folders and the spec :mod:`.cluster` reads; the shared paths exist only as empty mount points."""
     from verl_ascend.rehearse.reaper import MARK
 
@@ -73,7 +73,7 @@ def prepare(nnodes: int, nproc: int, out: Path, work: Path, ckpt_dir: Path, ray_
     spec = {"subnet": subnet, "nnodes": nnodes, "gpus_per_node": nproc, "cpus_per_node": 16, "ray_tmp": ray_tmp, "head_ip": head_ip,
             "node_local": node_local, "nodes_dir": str(nodes_dir), "log_dir": str(out), "node_keeps": [MARK],
             "fault": fault}
-    spec_path = work / "cluster.json"
+    spec_path = out / "cluster.json"  # commands.txt names it: it outlives the run's temp folder
     spec_path.write_text(json.dumps(spec, indent=1))
     return Cluster(nnodes, head_ip, nodes_dir, node_local, spec_path, subnet)
 

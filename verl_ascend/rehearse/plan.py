@@ -162,7 +162,8 @@ def _megatron_overrides(m: Megatron, micro: int) -> tuple:
 
 def build(config_name: str, recipe_overrides: list, *, model_dir: str, train_file: str, val_file: str, nproc: int,
           steps: int, prompt_length: int, response_length: int, ckpt_dir: str, ray_tmp: str, n_resp: int,
-          batch: int, reward_file: str = "", megatron: Megatron = None, critic: bool = False, nnodes: int = 1) -> Plan:
+          batch: int, reward_file: str = "", megatron: Megatron = None, critic: bool = False, nnodes: int = 1,
+          recipe_world: tuple = (1, 8)) -> Plan:
     """The rehearsal's overrides on top of the recipe's. ``nproc`` is ranks per node; with ``nnodes`` > 1 main_ppo
     joins the rehearsal's own Ray cluster (:mod:`.cluster`, which gives each node its resources), so ray_init gets
     no sizes of its own (ray.init refuses them when it connects to a cluster)."""
@@ -249,6 +250,9 @@ def build(config_name: str, recipe_overrides: list, *, model_dir: str, train_fil
         "Ray without its dashboard",
     ]
     if nnodes > 1:
+        r_nodes, r_per_node = recipe_world
+        changes.append(f"nodes: the recipe's world {r_nodes * r_per_node} (trainer.nnodes={r_nodes} x n_gpus_per_node="
+                       f"{r_per_node}, as `verl-ascend check` counts it) -> {nnodes} x {nproc} = {nnodes * nproc}")
         changes.append(f"nodes: {nnodes} Ray nodes on this machine x {nproc} CPU rank(s) (trainer.nnodes={nnodes}, "
                        f"n_gpus_per_node={nproc}), each with its own address, its own disk for the checkpoint folder "
                        "and Ray's, and no VERL_ASCEND* setting of its own (docs/rehearse.md, multi-node)")

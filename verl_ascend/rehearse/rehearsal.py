@@ -124,6 +124,13 @@ def _print_logs_table(logs, out_dir: Path) -> int:
     return code
 
 
+def recipe_world(cfg) -> tuple:
+    """(trainer.nnodes, trainer.n_gpus_per_node) of the composed config, read as `check` reads them."""
+    from verl_ascend.recipe.layout import get_int
+
+    return get_int(cfg, "trainer.nnodes", 1), get_int(cfg, "trainer.n_gpus_per_node", 8)
+
+
 def _checkpoints(ckpt_dir: Path) -> list:
     return sorted(p.name for p in ckpt_dir.glob("global_step_*") if p.is_dir())
 
@@ -266,7 +273,7 @@ def _rehearse(options, recipe, launch, out, ckpt_dir, work, model_dir, started, 
                               val_file=val, nproc=nproc, steps=steps, prompt_length=plen,
                               response_length=RESPONSE_LENGTH, ckpt_dir=str(ckpt_dir), ray_tmp=ray_tmp,
                               n_resp=N_RESP, batch=batch, reward_file=reward_file, megatron=megatron,
-                              critic=needs_critic(cfg), nnodes=nnodes)
+                              critic=needs_critic(cfg), nnodes=nnodes, recipe_world=recipe_world(cfg))
     use_v1 = plan_mod.value_of(overrides, "trainer.use_v1", "True (verl 0.9 default)")
     changes = [f"model: {built['architecture']} ({built['model_type']}) from {built['source']} -> "
                f"{built['layers']} layers, hidden {built['hidden']}, vocab {built['vocab']}, {built['params']:,} "
@@ -294,7 +301,7 @@ def _rehearse(options, recipe, launch, out, ckpt_dir, work, model_dir, started, 
     if nnodes > 1:
         from verl_ascend.rehearse import multinode
 
-        cluster = multinode.prepare(nnodes, nproc, out, work, ckpt_dir, ray_tmp, fault=options.fault or "")
+        cluster = multinode.prepare(nnodes, nproc, out, ckpt_dir, ray_tmp, fault=options.fault or "")
         argv = cluster.prefix() + argv
     logs, said, phases = [], [], [("train", steps, base), ("resume", steps + 1,
                                                   base + [f"trainer.total_training_steps={steps + 1}"])]
