@@ -27,8 +27,9 @@ def pytest_configure(config):
 
 # The longest files (each a few main_ppo runs) go first: `--dist loadfile` hands files out in collection
 # order, so started last they would leave one worker running them alone at the end.
-LONGEST_FIRST = ("test_rehearse_faults.py", "test_rehearse.py", "test_rehearse_moe.py", "test_rehearse_dapo.py",
-                 "test_rehearse_fsdp.py")  # by their totals in a run of 2026-12-04 (the DAPO file lost its 2nd run)
+LONGEST_FIRST = ("test_rehearse_nodes.py", "test_rehearse_faults.py", "test_rehearse_nodes_nosync.py",
+                 "test_rehearse_moe.py", "test_rehearse.py", "test_rehearse_fsdp.py", "test_rehearse_nodes_fault.py",
+                 "test_rehearse_dapo.py")  # by their totals in runs of 2026-12-04
 
 
 def pytest_ignore_collect(collection_path, config):

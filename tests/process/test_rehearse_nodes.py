@@ -3,8 +3,9 @@
 Each node has its own address, its own disk for the checkpoint folder and Ray's (a mount namespace), and no
 VERL_ASCEND* setting of its own; main_ppo runs with trainer.nnodes=2 (1 rank per node: the recipe's TP8 PP2 scales
 to TP2, one tensor-parallel group across the two nodes). Between the runs, what a cluster without shared storage
-needs: the files per node, `ckpt check` on each node, `ckpt sync`, `ckpt check` again, the resume. Then the same
-without the sync (the resume fails, `diagnose` names why), and a worker node that loses power mid-step.
+needs: the files per node, `ckpt check` on each node, `ckpt sync`, `ckpt check` again, the resume. The same
+without the sync (the resume fails, `diagnose` names why) and a worker node that loses power mid-step are in
+test_rehearse_nodes_nosync.py and test_rehearse_nodes_fault.py (files of their own: pytest's workers share them).
 Everything asserted is read from the rehearsal's own output and the run's own files.
 """
 
@@ -12,7 +13,7 @@ import re
 import tempfile
 from pathlib import Path
 
-from rehearsal_helpers import ROOT, assert_diagnosed_as, assert_diagnosed_clean, assert_nothing_left, logs_tail, needs_09, rehearse
+from rehearsal_helpers import ROOT, assert_diagnosed_clean, assert_nothing_left, logs_tail, needs_09, rehearse
 
 RECIPE = ROOT / "recipes" / "grpo_qwen2_5_32b_a2.sh"
 NODES = ("--nnodes", "2", "--nproc", "1", "--steps", "1")
@@ -71,42 +72,6 @@ def test_two_nodes_with_their_own_disks_save_check_sync_and_resume():
         assert not any((out / "checkpoints").iterdir())  # the shared path held nothing outside the nodes
         assert_nothing_left(proc, out)
         assert_diagnosed_clean(out)
-
-
-@needs_09
-def test_without_the_sync_the_resume_fails_as_on_a_cluster_and_diagnose_names_it():
-    with tempfile.TemporaryDirectory(prefix="va-rh-test-") as tmp:
-        out = Path(tmp) / "out"
-        proc = rehearse(out, *NODES, "--no-sync", recipe=RECIPE)
-        assert proc.returncode == 1, proc.stdout[-4000:] + proc.stderr[-3000:]
-        assert "--no-sync: the resume reads what each node holds" in proc.stdout
-        assert "ckpt sync" not in proc.stdout.split("--no-sync:")[1].split("rehearse: resume")[0]
-        # which of the two failures a cluster without shared storage gives depends on the node Ray puts the trainer
-        # on for the resume: the one that holds the tracker (the ranks elsewhere lack the step's metadata), or
-        # another (verl finds no tracker and trains from scratch; the rehearsal's own verdict fails it)
-        metadata = "main_ppo (resume) failed" in proc.stderr
-        assert metadata or "FAIL resume loaded the checkpoint" in proc.stdout, proc.stdout[-3000:] + proc.stderr[-2000:]
-        assert_nothing_left(proc, out)
-        diagnosed = assert_diagnosed_as(out, "(ckpt_metadata_missing" if metadata else "(ckpt_not_seen_on_resume")
-        assert "verl-ascend ckpt sync" in diagnosed.stdout, diagnosed.stdout[-3000:]
-
-
-@needs_09
-def test_a_worker_node_that_dies_mid_step_is_named_and_nothing_is_left_on_either_node():
-    with tempfile.TemporaryDirectory(prefix="va-rh-test-") as tmp:
-        out = Path(tmp) / "out"
-        proc = rehearse(out, *NODES, "--fault", "worker-node", recipe=RECIPE)
-        assert proc.returncode == 1, proc.stdout[-4000:] + proc.stderr[-3000:]
-        planted = re.search(r"fault planted: node 1 \(worker node 1, (127\.\d+\.\d+\.2)\) lost power: [1-9]\d* process",
-                            proc.stdout)
-        assert planted, proc.stdout[-3000:]
-        victim = planted.group(1)
-        # the rehearsal's verdict: the node, and what died there (the actor rank on it among them)
-        assert re.search(rf"failed, exit 1: node 1 \(worker node 1, {re.escape(victim)}\) died mid-step: .*its processes "
-                         r"died with it: .*WorkerDict", proc.stderr), proc.stderr[-3000:]
-        assert not list((out / "nodes").glob("node*/checkpoints/global_step_*"))
-        assert_nothing_left(proc, out)
-        assert_diagnosed_as(out, f"(ray_node_died: {victim})")
 
 
 @needs_09
