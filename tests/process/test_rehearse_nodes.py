@@ -43,6 +43,9 @@ def test_two_nodes_with_their_own_disks_save_check_sync_and_resume():
                              proc.stdout, re.M)
         assert {n for _, n, *_ in crossed} == {"0", "1"} and all(s == "ok  " for s, *_ in crossed), crossed
         assert all(int(count) >= 3 for *_, count in crossed), crossed  # VERL_ASCEND, _DEVICE, _REHEARSE, ...
+        # ... and the patch states each of those processes reported, printed under it
+        summary = proc.stdout.split("what reached each node")[1]
+        assert summary.count("patches there: ") == len(crossed) and "ray_runtime_env applied" in summary, summary
 
         # node-local checkpoints: after the save each node held only what its processes wrote
         files = {}

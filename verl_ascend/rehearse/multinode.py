@@ -154,8 +154,13 @@ def per_node(said: list) -> dict:
 
 
 def settings_crossed(said: list, driver: dict, hosts: list) -> tuple:
-    """(ok, lines): every node reported a process, and each holds exactly the driver's VERL_ASCEND* settings."""
+    """(ok, lines): every node reported a process, and each holds exactly the driver's VERL_ASCEND* settings; under
+    each process, the patch states it reported (inloop.say_patches_once says both, one after the other)."""
     nodes, lines, ok = per_node(said), [], True
+    # "patches in <role>: ..." (the runner leaves the pid out); a role is one process per run (actor rank k, the
+    # TaskRunner), and the rehearsal keeps each distinct line once, so a role's states are the same on every node
+    patches = dict(line[len("patches in "):].split(": ", 1) for line in said
+                   if line.startswith("patches in ") and ": " in line)
     for index, host in enumerate(hosts):
         roles = nodes.get(host, {})
         if not roles:
@@ -168,6 +173,8 @@ def settings_crossed(said: list, driver: dict, hosts: list) -> tuple:
             lines.append(f"{'ok  ' if not differ else 'FAIL'} node {index} ({host}) {role}: device {device}, platform "
                          f"{platform}, {len(settings)} VERL_ASCEND* setting(s)"
                          + (f" differ from the driver's: {', '.join(differ)}" if differ else " = the driver's"))
+            if role in patches:
+                lines.append(f"       patches there: {patches[role]}")
     return ok, lines
 
 
