@@ -1,0 +1,73 @@
+"""The pieces of `rehearse --nnodes` that need no cluster: node commands, the local ssh, the per-node verdict.
+
+The runs themselves (two Ray nodes, per-node disks, sync, resume, faults) are tests/process/test_rehearse_nodes*.py.
+"""
+
+import pytest
+
+from verl_ascend.rehearse import cluster, multinode, nodeshell
+
+pytestmark = pytest.mark.verl_agnostic
+
+SPEC = {"gpus_per_node": 2, "cpus_per_node": 16, "ray_tmp": "/tmp/x/ray", "subnet": "127.9.8",
+        "node_local": ["/out/checkpoints", "/tmp/x/ray"], "nodes_dir": "/out/nodes"}
+
+
+def flag(argv, name):
+    return argv[argv.index(name) + 1]
+
+
+def test_head_and_worker_start_like_the_shipped_ray_scripts_on_their_own_addresses_and_ports():
+    head = cluster.start_argv(0, SPEC, "127.0.0.1", 23456)  # ports are checked free on each node's own address
+    worker = cluster.start_argv(1, SPEC, "127.0.0.1", 23456)
+    assert "--head" in head and flag(head, "--port") == "23456" and flag(head, "--node-ip-address") == "127.0.0.1"
+    assert "--head" not in worker and flag(worker, "--address") == "127.0.0.1:23456"
+    assert flag(worker, "--node-ip-address") == "127.9.8.2"
+    for argv in (head, worker):  # ray_start_worker.sh's NPU resource, and the GPU count verl's CPU platform asks for
+        assert flag(argv, "--resources") == '{"NPU": 2}' and flag(argv, "--num-gpus") == "2" and "--block" in argv
+    ports = [int(flag(argv, f)) for argv in (head, worker) for f in ("--node-manager-port", "--object-manager-port")]
+    workers = [int(p) for p in flag(head, "--worker-port-list").split(",")]
+    assert len(set(ports)) == 4 and not set(ports) & set(workers)
+    assert all(20000 <= p < cluster._ephemeral_start() for p in ports + workers)  # never a bind(0) port
+
+
+def test_a_worker_node_sees_its_own_folder_at_each_node_local_path(tmp_path):
+    spec = {**SPEC, "nodes_dir": f"{tmp_path}/nodes", "node_local": [f"{tmp_path}/checkpoints", f"{tmp_path}/ray"]}
+    argv = cluster.in_node_view(1, spec, ["ray", "start"])
+    assert argv[:4] == ["unshare", "--mount", "--propagation", "private"] and argv[-2:] == ["ray", "start"]
+    script = argv[argv.index("-c") + 1]
+    assert f"mount --bind {tmp_path}/nodes/node1/checkpoints {tmp_path}/checkpoints" in script
+    assert f"mount --bind {tmp_path}/nodes/node1/ray {tmp_path}/ray" in script
+    assert (tmp_path / "nodes" / "node1" / "checkpoints").is_dir() and (tmp_path / "checkpoints").is_dir()
+
+
+def test_the_local_ssh_takes_ssh_arguments_and_refuses_a_host_that_is_not_a_node():
+    nodes = {"10.1.2.3": 0, "127.9.8.2": 1}
+    argv = nodeshell.argv_for("/out/nodes", ["/out/checkpoints"], nodes,
+                              ["-o", "BatchMode=yes", "-p", "22", "-T", "root@127.9.8.2", "rsync", "--server", "."])
+    script = argv[argv.index("-c") + 1]
+    assert "mount --bind /out/nodes/node1/checkpoints /out/checkpoints" in script
+    assert argv[-1] == "rsync --server ."  # ssh joins the remote command's words with spaces
+    with pytest.raises(LookupError, match="not a node of this rehearsal"):
+        nodeshell.argv_for("/out/nodes", [], nodes, ["-o", "X=1", "10.9.9.9", "true"])
+    assert nodeshell.main(["--nodes-dir", "/out/nodes", "--node", "10.1.2.3=0", "10.9.9.9", "true"]) == 255
+    ssh = nodeshell.ssh_command("/out/nodes", ["/out/checkpoints"], nodes)
+    assert "-m verl_ascend.rehearse.nodeshell" in ssh and "--node 127.9.8.2=1" in ssh
+
+
+def test_the_node_verdict_fails_a_node_whose_processes_lack_the_drivers_settings_or_never_reported():
+    said = ["patches in actor rank 0: ray_runtime_env applied",
+            "node 127.9.8.2: actor rank 0: device cpu, platform PlatformCPU; settings VERL_ASCEND=1 VERL_ASCEND_X=2",
+            "node 10.1.2.3: TaskRunner: device cpu, platform PlatformCPU; settings VERL_ASCEND=1"]
+    driver = {"VERL_ASCEND": "1", "VERL_ASCEND_X": "2"}
+    ok, lines = multinode.settings_crossed(said, driver, ["10.1.2.3", "127.9.8.2"])
+    assert not ok and lines[0].startswith("FAIL node 0 (10.1.2.3) TaskRunner") and "VERL_ASCEND_X" in lines[0]
+    assert lines[1].startswith("ok   node 1 (127.9.8.2) actor rank 0") and "ray_runtime_env applied" in lines[2]
+    ok, lines = multinode.settings_crossed(said[:2], driver, ["10.1.2.3", "127.9.8.2"])
+    assert not ok and "no process of the loop reported from it" in lines[0]
+    assert multinode.settings_crossed(said[:2], driver, ["127.9.8.2"])[0]
+
+
+def test_settings_reported_leave_out_the_runs_mark_and_values_with_spaces():
+    env = {"VERL_ASCEND": "1", "VERL_ASCEND_REHEARSE_RUN": "train-1", "VERL_ASCEND_X": "a b", "OTHER": "1"}
+    assert multinode.settings_of(env) == {"VERL_ASCEND": "1"}
