@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Run a command once per verl version, each in its own CPU test environment.
 #
-#   dev/with-verl.sh 0.9.1 0.6.1 0.5.0 -- python -m pytest -q -n 2 --dist loadfile
+#   dev/with-verl.sh 0.9.1 0.6.1 0.5.0 -- python -m pytest -q -n 3 --dist loadfile
 #
 # For each version: create .venvs/verl-<version> with the CPU torch wheel, verl <version> and
 # dev/requirements-verl-<version>.txt plus this package's extras (an existing venv whose inputs
