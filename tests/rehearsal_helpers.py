@@ -15,6 +15,8 @@ from subproc import clean_env, processes_naming, run_cli
 ROOT = Path(__file__).resolve().parents[1]
 RECIPE = ROOT / "recipes" / "grpo_qwen2_5_7b_a2.sh"
 DAPO_RECIPE = ROOT / "recipes" / "dapo_qwen2_5_7b_a2.sh"
+NODES_RECIPE = ROOT / "recipes" / "grpo_qwen2_5_32b_a2.sh"  # the multi-node rehearsals' (test_rehearse_nodes*.py)
+NODES = ("--nnodes", "2", "--nproc", "1", "--steps", "1")
 VERL = version("verl")
 SUPPORTED = not VERL.startswith(("0.5.", "0.6.", "0.7.", "0.8."))  # test_rehearse asserts the sources say the same
 needs_09 = pytest.mark.skipif(not SUPPORTED, reason=f"verl {VERL} has no platform registry: the refusal test runs")

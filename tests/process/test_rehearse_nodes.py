@@ -13,10 +13,7 @@ import re
 import tempfile
 from pathlib import Path
 
-from rehearsal_helpers import ROOT, assert_diagnosed_clean, assert_nothing_left, logs_tail, needs_09, rehearse
-
-RECIPE = ROOT / "recipes" / "grpo_qwen2_5_32b_a2.sh"
-NODES = ("--nnodes", "2", "--nproc", "1", "--steps", "1")
+from rehearsal_helpers import NODES, NODES_RECIPE, assert_diagnosed_clean, assert_nothing_left, logs_tail, needs_09, rehearse
 
 
 def node_lines(stdout: str) -> dict:
@@ -28,7 +25,7 @@ def node_lines(stdout: str) -> dict:
 def test_two_nodes_with_their_own_disks_save_check_sync_and_resume():
     with tempfile.TemporaryDirectory(prefix="va-rh-test-") as tmp:
         out = Path(tmp) / "out"
-        proc = rehearse(out, *NODES, recipe=RECIPE)
+        proc = rehearse(out, *NODES, recipe=NODES_RECIPE)
         assert proc.returncode == 0, proc.stdout[-5000:] + proc.stderr[-3000:] + logs_tail(out)
         changes = (out / "changes.txt").read_text()
         assert "trainer.nnodes=2, n_gpus_per_node=1" in changes and "recipe TP8 PP2 -> TP2" in changes, changes
@@ -81,10 +78,10 @@ def test_two_nodes_with_their_own_disks_save_check_sync_and_resume():
 def test_check_and_the_multi_node_plan_count_the_recipes_world_alike(tmp_path):
     from subproc import run_cli
 
-    checked = run_cli("check", str(RECIPE), timeout=300)
+    checked = run_cli("check", str(NODES_RECIPE), timeout=300)
     world = re.search(r"^layout: world (\d+);", checked.stdout, re.M)
     assert world, checked.stdout + checked.stderr
-    proc = run_cli("rehearse", str(RECIPE), "--plan", *NODES, "--out", str(tmp_path / "out"), timeout=300)
+    proc = run_cli("rehearse", str(NODES_RECIPE), "--plan", *NODES, "--out", str(tmp_path / "out"), timeout=300)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
     changes = (tmp_path / "out" / "changes.txt").read_text()
     said = re.search(r"nodes: the recipe's world (\d+) \(trainer\.nnodes=(\d+) x n_gpus_per_node=(\d+), as "
@@ -93,5 +90,5 @@ def test_check_and_the_multi_node_plan_count_the_recipes_world_alike(tmp_path):
     assert "trainer.nnodes=2" in (tmp_path / "out" / "commands.txt").read_text()
     assert "ray_kwargs.ray_init.num_cpus" not in (tmp_path / "out" / "commands.txt").read_text()  # Ray is the cluster's
     # nothing refused without a multi-node run: the flags that only act on one say so (exit 2)
-    bad = run_cli("rehearse", str(RECIPE), "--plan", "--no-sync", "--out", str(tmp_path / "out2"), timeout=300)
+    bad = run_cli("rehearse", str(NODES_RECIPE), "--plan", "--no-sync", "--out", str(tmp_path / "out2"), timeout=300)
     assert bad.returncode == 2 and "--nnodes 2" in bad.stderr, bad.stderr

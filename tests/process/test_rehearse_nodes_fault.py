@@ -6,17 +6,14 @@ import re
 import tempfile
 from pathlib import Path
 
-from rehearsal_helpers import ROOT, assert_diagnosed_as, assert_nothing_left, needs_09, rehearse
-
-RECIPE = ROOT / "recipes" / "grpo_qwen2_5_32b_a2.sh"
-NODES = ("--nnodes", "2", "--nproc", "1", "--steps", "1")  # as test_rehearse_nodes.py
+from rehearsal_helpers import NODES, NODES_RECIPE, assert_diagnosed_as, assert_nothing_left, needs_09, rehearse
 
 
 @needs_09
 def test_a_worker_node_that_dies_mid_step_is_named_and_nothing_is_left_on_either_node():
     with tempfile.TemporaryDirectory(prefix="va-rh-test-") as tmp:
         out = Path(tmp) / "out"
-        proc = rehearse(out, *NODES, "--fault", "worker-node", recipe=RECIPE)
+        proc = rehearse(out, *NODES, "--fault", "worker-node", recipe=NODES_RECIPE)
         assert proc.returncode == 1, proc.stdout[-4000:] + proc.stderr[-3000:]
         planted = re.search(r"fault planted: node 1 \(worker node 1, (127\.\d+\.\d+\.2)\) lost power: [1-9]\d* process",
                             proc.stdout)

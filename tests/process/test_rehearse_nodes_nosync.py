@@ -5,17 +5,14 @@ A file of its own so that pytest's workers share the multi-node runs (`--dist lo
 import tempfile
 from pathlib import Path
 
-from rehearsal_helpers import ROOT, assert_diagnosed_as, assert_nothing_left, needs_09, rehearse
-
-RECIPE = ROOT / "recipes" / "grpo_qwen2_5_32b_a2.sh"
-NODES = ("--nnodes", "2", "--nproc", "1", "--steps", "1")  # as test_rehearse_nodes.py
+from rehearsal_helpers import NODES, NODES_RECIPE, assert_diagnosed_as, assert_nothing_left, needs_09, rehearse
 
 
 @needs_09
 def test_without_the_sync_the_resume_fails_as_on_a_cluster_and_diagnose_names_it():
     with tempfile.TemporaryDirectory(prefix="va-rh-test-") as tmp:
         out = Path(tmp) / "out"
-        proc = rehearse(out, *NODES, "--no-sync", recipe=RECIPE)
+        proc = rehearse(out, *NODES, "--no-sync", recipe=NODES_RECIPE)
         assert proc.returncode == 1, proc.stdout[-4000:] + proc.stderr[-3000:]
         assert "--no-sync: the resume reads what each node holds" in proc.stdout
         assert "ckpt sync" not in proc.stdout.split("--no-sync:")[1].split("rehearse: resume")[0]
