@@ -148,5 +148,11 @@ def rollout_layout(cfg) -> RolloutLayout:
                          name=str(get(cfg, f"{r}.name", "")))
 
 
+def node_shape(cfg) -> tuple:
+    """(trainer.nnodes, trainer.n_gpus_per_node), with verl's defaults where the config leaves them out."""
+    return get_int(cfg, "trainer.nnodes", 1), get_int(cfg, "trainer.n_gpus_per_node", 8)
+
+
 def world_size(cfg) -> int:
-    return get_int(cfg, "trainer.nnodes", 1) * get_int(cfg, "trainer.n_gpus_per_node", 8)
+    nodes, per_node = node_shape(cfg)
+    return nodes * per_node

@@ -35,7 +35,9 @@ import threading
 import time
 from pathlib import Path
 
-SAID = "verl-ascend rehearse:"
+from verl_ascend.rehearse.inloop import say
+from verl_ascend.rehearse.runner import OWN_ERROR, namespace_of
+
 WORKER_PORTS = 48  # Ray workers a node may start (the run needs ~10 per node)
 NODE_WAIT = 300  # seconds for every node to register with the head (a loaded 2-core host: ~10-40 s)
 FAULT_TRIGGER = "rollout dispatch"  # the TaskRunner's first-dispatch line (inloop.py): the loop is mid-step
@@ -102,12 +104,17 @@ def start_argv(index: int, spec: dict, head_ip: str, head_port: int) -> list:
     return argv
 
 
+def node_copy(nodes_dir, index: int, path) -> Path:
+    """Where node ``index``'s own copy of the node-local ``path`` lives, seen from outside the nodes."""
+    return Path(nodes_dir) / f"node{index}" / Path(path).name
+
+
 def binds(index: int, spec: dict) -> list:
     """``mount --bind`` commands that give node ``index`` its own folder at each node-local path (both made here
-    when missing: commands.txt runs this again after the rehearsal's temp folder is gone)."""
+    when missing, before the first run and when commands.txt runs this again after the temp folder is gone)."""
     cmds = []
     for target in spec["node_local"]:
-        source = Path(spec["nodes_dir"]) / f"node{index}" / Path(target).name
+        source = node_copy(spec["nodes_dir"], index, target)
         source.mkdir(parents=True, exist_ok=True)
         Path(target).mkdir(parents=True, exist_ok=True)
         cmds.append(["mount", "--bind", str(source), target])
@@ -122,23 +129,8 @@ def in_node_view(index: int, spec: dict, argv: list) -> list:
     return ["unshare", "--mount", "--propagation", "private", "--", "sh", "-c", script, "node", *argv]
 
 
-def mount_namespace(pid: int) -> str:
-    try:
-        return os.readlink(f"/proc/{pid}/ns/mnt")
-    except OSError:
-        return ""
-
-
 def processes_in_mount_namespace(namespace: str) -> list:
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit() and mount_namespace(int(entry.name)) == namespace:
-            found.append(int(entry.name))
-    return found
-
-
-def say(text: str) -> None:
-    print(f"{SAID} {text}", flush=True)
+    return [int(e.name) for e in Path("/proc").iterdir() if e.name.isdigit() and namespace_of(int(e.name), "mnt") == namespace]
 
 
 def _last_words(log: Path) -> str:
@@ -190,9 +182,7 @@ def main(argv=None) -> int:
     # the trainer inherit that view, and each worker node makes its own from it
     for cmd in binds(0, spec):
         subprocess.run(cmd, check=True)
-    from ray.util import get_node_ip_address
-
-    head_ip = get_node_ip_address()
+    head_ip = spec["head_ip"]  # this machine's address as Ray sees it (multinode.prepare asked Ray once)
     head_port = _free_ports(head_ip, 1)[0]
     address = f"{head_ip}:{head_port}"
     procs = []
@@ -227,7 +217,7 @@ def main(argv=None) -> int:
         with fault.lock:
             if not fault.verdict:
                 fault.judge(ended=False)
-        print(f"{SAID} error: {fault.verdict}", flush=True)
+        print(f"{OWN_ERROR}{fault.verdict}", flush=True)
         return 1
     return code
 
@@ -301,7 +291,7 @@ def kill_node(index: int, proc, ip: str) -> tuple:
     """Every process of node ``index`` (its mount namespace), at once, as a power loss would; (when, what died)."""
     import collections
 
-    namespace = mount_namespace(proc.pid)
+    namespace = namespace_of(proc.pid, "mnt")
     pids = [pid for pid in processes_in_mount_namespace(namespace) if pid != os.getpid()] if namespace else []
     names = collections.Counter(_name(pid) for pid in pids)
     for pid in pids:

@@ -16,6 +16,7 @@ job's runtime env carries there.
 
 import dataclasses
 import json
+import random
 import re
 import subprocess
 import sys
@@ -41,6 +42,11 @@ class Cluster:
 
         return [node_ip(i, self.head_ip, self.subnet) for i in range(self.nnodes)]
 
+    def node_copy(self, index: int, path) -> Path:
+        from verl_ascend.rehearse.cluster import node_copy
+
+        return node_copy(self.nodes_dir, index, path)
+
     def ssh(self) -> str:
         return nodeshell.ssh_command(str(self.nodes_dir), self.node_local, {h: i for i, h in enumerate(self.hosts)})
 
@@ -56,19 +62,12 @@ def head_address() -> str:
 
 
 def prepare(nnodes: int, nproc: int, out: Path, ckpt_dir: Path, ray_tmp: str, fault: str = "") -> Cluster:
-    """The node folders and the spec :mod:`.cluster` reads; the shared paths exist only as empty mount points."""
+    """The spec :mod:`.cluster` reads (it makes the node folders and the mount points it binds them over)."""
     from verl_ascend.rehearse.reaper import MARK
 
     nodes_dir = out / "nodes"
     node_local = [str(ckpt_dir), ray_tmp]
-    for index in range(nnodes):
-        for path in node_local:
-            (nodes_dir / f"node{index}" / Path(path).name).mkdir(parents=True, exist_ok=True)
-    for path in node_local:
-        Path(path).mkdir(parents=True, exist_ok=True)
     head_ip = head_address()
-    import random
-
     subnet = f"127.{random.randint(1, 254)}.{random.randint(0, 255)}"  # two rehearsals on a host never share one
     spec = {"subnet": subnet, "nnodes": nnodes, "gpus_per_node": nproc, "cpus_per_node": 16, "ray_tmp": ray_tmp, "head_ip": head_ip,
             "node_local": node_local, "nodes_dir": str(nodes_dir), "log_dir": str(out), "node_keeps": [MARK],
@@ -82,7 +81,7 @@ def node_files(cluster: Cluster, ckpt_dir: Path) -> dict:
     """{node index: sorted paths (relative to the checkpoint folder) of the files that node holds}."""
     found = {}
     for index in range(cluster.nnodes):
-        root = cluster.nodes_dir / f"node{index}" / ckpt_dir.name
+        root = cluster.node_copy(index, ckpt_dir)
         found[index] = sorted(str(p.relative_to(root)) for p in root.rglob("*") if p.is_file())
     return found
 
@@ -179,11 +178,12 @@ def settings_crossed(said: list, driver: dict, hosts: list) -> tuple:
 
 
 def settings_of(environ) -> dict:
-    """The ``VERL_ASCEND*`` settings a process holds, as ``inloop.node_line`` reports them."""
+    """The ``VERL_ASCEND*`` settings a process holds (what ray_runtime_env forwards), as ``inloop.node_line``
+    reports them: the run's mark and values with spaces left out."""
+    from verl_ascend.patches.ray_runtime_env import forwarded
     from verl_ascend.rehearse.reaper import MARK
 
-    return {k: v for k, v in environ.items()
-            if (k == "VERL_ASCEND" or k.startswith("VERL_ASCEND_")) and k != MARK and " " not in v}
+    return {k: v for k, v in forwarded(environ).items() if k != MARK and " " not in v}
 
 
 def between_runs(cluster: Cluster, ckpt_dir: Path, out: Path, copy: bool = True) -> str:

@@ -13,7 +13,6 @@ not a node of the rehearsal exits 255, ssh's own "could not connect".
 import os
 import shlex
 import sys
-from pathlib import Path
 
 UNREACHABLE = 255
 _WITH_VALUE = {"-o", "-p", "-l", "-i", "-F", "-J", "-b", "-c", "-m", "-E", "-S", "-W", "-w", "-D", "-L", "-R"}
@@ -32,7 +31,9 @@ def argv_for(nodes_dir: str, node_local: list, nodes: dict, ssh_args: list) -> l
     if host not in nodes:
         raise LookupError(f"{host} is not a node of this rehearsal (its nodes: {', '.join(sorted(nodes))})")
     index = nodes[host]
-    binds = [shlex.join(["mount", "--bind", str(Path(nodes_dir) / f"node{index}" / Path(p).name), p]) for p in node_local]
+    from verl_ascend.rehearse.cluster import node_copy
+
+    binds = [shlex.join(["mount", "--bind", str(node_copy(nodes_dir, index, p)), p]) for p in node_local]
     command = " ".join(args) or "exec sh"
     prefix = ["unshare"] + ([] if os.geteuid() == 0 else ["--user", "--map-root-user"])
     return prefix + ["--mount", "--propagation", "private", "--", "sh", "-c",

@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 from verl_ascend.core import findings, outfiles
+from verl_ascend.recipe.layout import node_shape
 from verl_ascend.rehearse import data as data_mod
 from verl_ascend.rehearse import engine
 from verl_ascend.rehearse import plan as plan_mod
@@ -122,13 +123,6 @@ def _print_logs_table(logs, out_dir: Path) -> int:
     table.write_text(buf.getvalue())
     print(buf.getvalue().rstrip())
     return code
-
-
-def recipe_world(cfg) -> tuple:
-    """(trainer.nnodes, trainer.n_gpus_per_node) of the composed config, read as `check` reads them."""
-    from verl_ascend.recipe.layout import get_int
-
-    return get_int(cfg, "trainer.nnodes", 1), get_int(cfg, "trainer.n_gpus_per_node", 8)
 
 
 def _checkpoints(ckpt_dir: Path) -> list:
@@ -273,7 +267,7 @@ def _rehearse(options, recipe, launch, out, ckpt_dir, work, model_dir, started, 
                               val_file=val, nproc=nproc, steps=steps, prompt_length=plen,
                               response_length=RESPONSE_LENGTH, ckpt_dir=str(ckpt_dir), ray_tmp=ray_tmp,
                               n_resp=N_RESP, batch=batch, reward_file=reward_file, megatron=megatron,
-                              critic=needs_critic(cfg), nnodes=nnodes, recipe_world=recipe_world(cfg))
+                              critic=needs_critic(cfg), nnodes=nnodes, recipe_world=node_shape(cfg))
     use_v1 = plan_mod.value_of(overrides, "trainer.use_v1", "True (verl 0.9 default)")
     changes = [f"model: {built['architecture']} ({built['model_type']}) from {built['source']} -> "
                f"{built['layers']} layers, hidden {built['hidden']}, vocab {built['vocab']}, {built['params']:,} "
@@ -340,7 +334,7 @@ def _rehearse(options, recipe, launch, out, ckpt_dir, work, model_dir, started, 
             if problem:
                 print(f"verl-ascend rehearse: {problem}", file=sys.stderr)
                 return 1
-    ckpts = _checkpoints(cluster.nodes_dir / "node0" / ckpt_dir.name if cluster else ckpt_dir)
+    ckpts = _checkpoints(cluster.node_copy(0, ckpt_dir) if cluster else ckpt_dir)
     print(f"rehearse: checkpoints in {ckpt_dir}: {', '.join(ckpts) or 'none'}")
     if f"global_step_{steps}" not in ckpts:
         print(f"verl-ascend rehearse: no checkpoint global_step_{steps} in {ckpt_dir}", file=sys.stderr)

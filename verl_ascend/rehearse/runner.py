@@ -24,6 +24,7 @@ import time
 from pathlib import Path
 
 from verl_ascend.rehearse import reaper
+from verl_ascend.rehearse.inloop import PREFIX
 from verl_ascend.rehearse.reaper import MARK
 
 EXIT_LINE = "verl-ascend rehearse: the trainer exited with code "  # diagnose.timeline knows it
@@ -33,7 +34,7 @@ ERROR = re.compile(r"((?:[A-Za-z_][\w.]*\.)?(?:[A-Z]\w*)?(?:Error|Exception|Inte
 RAY_PREFIX = re.compile(r"^\s*(\x1b\[[0-9;]*m)*\([^)]*pid=\d+[^)]*\)(\x1b\[[0-9;]*m)*\s*")
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 SHOWN = ("step:", "Resuming from", "Loaded model", "rollout_order:", "Error", "Traceback")
-SAID = "verl-ascend rehearse:"  # what the loop's processes say about the plugin (inloop.py)
+SAID = PREFIX  # what the loop's processes say about the plugin (inloop.py)
 OWN_ERROR = SAID + " error: "  # the rehearsal's own verdict on a run it ended (cluster.py)
 PID = re.compile(r" ?\(pid \d+\)")
 TAIL = 400  # lines of the end of main_ppo's output kept for naming its error
@@ -125,12 +126,16 @@ def namespace_prefix() -> list:
     return list(_ns_ok[0])
 
 
-def pid_namespace(pid: int) -> str:
-    """``pid:[inode]`` of the namespace a process lives in ('' when it is gone)."""
+def namespace_of(pid: int, kind: str) -> str:
+    """``kind:[inode]`` of the namespace of that kind (pid, mnt) a process lives in ('' when it is gone)."""
     try:
-        return os.readlink(f"/proc/{pid}/ns/pid")
+        return os.readlink(f"/proc/{pid}/ns/{kind}")
     except OSError:
         return ""
+
+
+def pid_namespace(pid: int) -> str:
+    return namespace_of(pid, "pid")
 
 
 def _child_namespace(proc, stop: threading.Event) -> str:
