@@ -55,30 +55,3 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "verl_agnostic" in item.keywords:
             item.add_marker(skip)
-
-
-# Where the suite's CPU goes (CI's budget is CPU-bound: docs/rehearse.md "CI cost"): with VERL_ASCEND_TEST_CPU_LOG set,
-# each test's CPU-seconds (this worker's own and those of the processes reaped into its accounting) are appended there
-# as JSON lines. A lower bound: most of a rehearsal's Ray processes are not reaped into it (measured: 57 CPU-s
-# counted, 174 CPU-s of the idle machine busy). Off by default.
-_CPU_LOG = os.environ.get("VERL_ASCEND_TEST_CPU_LOG", "")
-
-
-def _cpu_now() -> float:
-    import resource
-
-    own, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
-    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
-
-
-if _CPU_LOG:
-    import json as _json
-    import time as _time
-
-    @pytest.hookimpl(hookwrapper=True)
-    def pytest_runtest_protocol(item, nextitem):
-        cpu, wall = _cpu_now(), _time.monotonic()
-        yield
-        with open(_CPU_LOG, "a") as fh:
-            fh.write(_json.dumps({"test": item.nodeid, "cpu_s": round(_cpu_now() - cpu, 2),
-                                  "wall_s": round(_time.monotonic() - wall, 2)}) + "\n")
