@@ -148,3 +148,20 @@ def test_the_assertion_not_its_source_line_is_quoted(tmp_path):
     f = diagnose(log)["findings"][0]
     assert f["code"] == "size_not_divisible" and f["where"]["text"] == "AssertionError: 28 is not divisible by 8"
     assert f["where"]["raised_at"] == "/opt/megatron/core/utils.py:30 in divide"
+
+
+def test_a_node_death_line_without_an_address_is_named_without_one(tmp_path):
+    # Ray before 1.0 wrote the line without an address: "The node with client ID " << client_id << " has been marked
+    # dead because the monitor has missed too many heartbeats from it." (src/ray/raylet/monitor.cc, ray-project/ray
+    # 0.8.x); the address is optional in the pattern, and the headline detail is then absent, not an error
+    log = tmp_path / "driver.log"
+    log.write_text("2019-04-18 02:11:56,294\tERROR worker.py:1780 -- The node with client ID "
+                   "37669ef11ddbd4e5fb6ae9e089dedc0475c3f89d has been marked dead because the monitor has missed too "
+                   "many heartbeats from it.\n")
+    result = diagnose(log)
+    found = result["findings"][0]
+    assert result["exit_code"] == 1 and found["code"] == "ray_node_died", result["findings"]
+    assert "dead_node" not in found["details"].get("values", {}), found["details"]
+    # with Ray's address the node is in the details (ray-project/ray#15128's line, the verbatim fixture)
+    named = diagnose(VERBATIM / "ray_nodes_marked_dead.log")["findings"][0]
+    assert named["details"]["values"]["dead_node"], named["details"]

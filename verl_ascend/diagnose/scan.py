@@ -36,7 +36,7 @@ _DETAILS = {
     "exit_type": re.compile(r"Worker exit type: (\w+ Worker exit detail: [^.]{0,100})"),
     "missing_key": re.compile(training.MISSING_TENSOR),
     # Ray's node-death line; or the rehearsal's own verdict on a node it killed (rehearse --fault worker-node)
-    "dead_node": re.compile(r"node (?:with )?node id:? \S+ and (?:address|ip): (\S+) |" + cluster.OWN_VERDICT),
+    "dead_node": re.compile(cluster.NODE_MARKED_DEAD + "|" + cluster.OWN_VERDICT),
 }
 
 
@@ -275,8 +275,9 @@ class Scanner:
         details = {}
         for key, pattern in _DETAILS.items():
             m = pattern.search(text)
-            if m:
-                details[key] = next(g for g in m.groups() if g is not None)
+            value = next((g for g in m.groups() if g is not None), None) if m else None
+            if value is not None:  # a pattern whose value is optional (Ray's node-death line without an address)
+                details[key] = value
         details.update(_peer(text))
         m = _EXCEPTION.search(text)
         if m:

@@ -2,6 +2,12 @@
 
 from .model import GH, Family, Rule
 
+# Ray's line when a node stops answering (the driver's WARNING, the GCS's error); group 1 is the node's address when
+# Ray gives it (scan.py reads it for the headline)
+NODE_MARKED_DEAD = (r"node (?:with )?(?:node|client) (?:id|ID):? .+? (?:and (?:address|ip): (\S+) .*?)?has been marked dead "
+                    r"because the (?:detector|monitor) has missed too many heartbeats")
+# the rehearsal's own verdict on a worker node it killed (rehearse --fault worker-node; rehearse/cluster.py writes it,
+# tests/process/test_rehearse_nodes_fault.py reads a real one back through diagnose); group 1 is the address
 OWN_VERDICT = r"verl-ascend rehearse: error: node \d+ \(worker node \d+, (\S+)\) died mid-step"
 
 FAMILIES = {f.id: f for f in (
@@ -65,9 +71,7 @@ RULES = (
     Rule("host_oom_killed", ("killed due to memory pressure",),
          r"[1-9]\d* Workers \(tasks / actors\) killed due to memory pressure \(OOM\)"),
     # Ray prints it at WARNING in the driver (worker.py) and as the GCS's error; the address names the node
-    Rule("ray_node_died", ("has been marked dead because the",),
-         r"node (?:with )?(?:node|client) (?:id|ID):? .+? (?:and (?:address|ip): (\S+) .*?)?has been marked dead because the "
-         r"(?:detector|monitor) has missed too many heartbeats", any_level=True),
+    Rule("ray_node_died", ("has been marked dead because the",), NODE_MARKED_DEAD, any_level=True),
     # the rehearsal's own verdict, written when it killed a worker node (rehearse --fault worker-node): the run
     # may have failed before Ray's line reached the driver's log
     Rule("ray_node_died", ("died mid-step",), OWN_VERDICT),
