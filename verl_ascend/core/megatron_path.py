@@ -80,8 +80,77 @@ def summary(found: dict) -> str:
 
 
 def transformer_config_fields() -> Optional[set]:
-    """megatron-core's TransformerConfig field names (feature detection), in a child process so that this one
-    does not import megatron (MindSpeed, where present, must patch it first); None when it cannot be read."""
+    """megatron-core's TransformerConfig field names (feature detection), without importing megatron in this process
+    (MindSpeed, where present, must patch it first); None when they cannot be read.
+
+    Read from megatron-core's source first (:func:`_fields_from_source`, ~0.1 s), else from a child process that
+    imports it (:func:`_fields_from_import`, ~5 CPU-s: torch and megatron-core). Both give the same set on every
+    megatron-core of CI (tests/unit/test_megatron_fields.py)."""
+    fields = _fields_from_source()
+    return fields if fields is not None else _fields_from_import()
+
+
+def _fields_from_source() -> Optional[set]:
+    """The dataclass fields of TransformerConfig as its source declares them: the class-level annotated names of
+    the class and of its dataclass bases (ModelParallelConfig), minus ClassVar, InitVar and KW_ONLY. None where the
+    source is not laid out so (a base that is not a dataclass of these two files, a class not found)."""
+    import ast
+    import importlib.util
+    import os
+
+    try:
+        spec = importlib.util.find_spec("megatron")  # a namespace package: nothing of megatron is imported
+    except (ImportError, ValueError):
+        return None
+    files = []
+    for root in (spec.submodule_search_locations or []) if spec else []:
+        files = [os.path.join(root, "core", "transformer", "transformer_config.py"),
+                 os.path.join(root, "core", "model_parallel_config.py")]
+        if all(os.path.isfile(f) for f in files):
+            break
+    else:
+        return None
+    classes = {}
+    try:
+        for path in files:
+            with open(path, encoding="utf-8") as fh:
+                for node in ast.parse(fh.read()).body:
+                    if isinstance(node, ast.ClassDef):
+                        classes.setdefault(node.name, node)
+    except (OSError, SyntaxError, ValueError):
+        return None
+
+    def is_dataclass(node) -> bool:
+        for deco in node.decorator_list:
+            target = deco.func if isinstance(deco, ast.Call) else deco
+            if ast.unparse(target) in ("dataclass", "dataclasses.dataclass"):
+                return True
+        return False
+
+    def fields_of(name: str, seen=()) -> Optional[set]:
+        node = classes.get(name)
+        if node is None or name in seen or not is_dataclass(node):
+            return None
+        out = set()
+        for base in node.bases:
+            if ast.unparse(base) == "object":
+                continue
+            inherited = fields_of(ast.unparse(base), seen + (name,))
+            if inherited is None:
+                return None
+            out |= inherited
+        for item in node.body:
+            if isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name):
+                kind = ast.unparse(item.annotation).split("[")[0].rsplit(".", 1)[-1]
+                if kind not in ("ClassVar", "InitVar", "KW_ONLY"):
+                    out.add(item.target.id)
+        return out
+
+    return fields_of("TransformerConfig")
+
+
+def _fields_from_import() -> Optional[set]:
+    """The same names from ``dataclasses.fields`` in a child process that imports megatron-core."""
     import json
     import os
     import subprocess
