@@ -6,7 +6,7 @@ FSDP rehearsal is a copy of the same recipe naming ``ppo_trainer`` (the rehearsa
 ``*.megatron.*`` keys and runs FSDP2). Both run ``--steps 1`` (train 1 step, save, resume 1 step) on
 the same ranks, one after the other, in this run.
 
-Measured per rehearsal: CPU-seconds of every process of the ``rehearse`` command's tree (utime +
+Measured per rehearsal: CPU-seconds of every process of the ``rehearse`` command's tree, itself included (utime +
 stime from ``/proc/<pid>/stat``, sampled every 0.5 s, the last sample of each process kept: a
 process's last < 0.5 s are missed), peak summed PSS (``/proc/<pid>/smaps_rollup``, every 2 s),
 wall seconds, and each step's ``timing_s/step`` and ``timing_s/save_checkpoint`` from the
@@ -32,8 +32,9 @@ ROOT = Path(__file__).resolve().parents[1]
 TICK = os.sysconf("SC_CLK_TCK")
 
 
-def _children() -> dict:
-    parents = {}
+def _processes() -> dict:
+    """(pid, start tick) -> (parent pid, utime + stime ticks) of every process of the machine."""
+    out = {}
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
@@ -42,18 +43,21 @@ def _children() -> dict:
         except OSError:
             continue
         fields = stat[stat.rindex(")") + 2:].split()
-        parents.setdefault(int(fields[1]), []).append((int(entry.name), int(fields[11]) + int(fields[12])))
-    return parents
+        out[(int(entry.name), int(fields[19]))] = (int(fields[1]), int(fields[11]) + int(fields[12]))
+    return out
 
 
 def _tree(root: int) -> dict:
-    """pid -> cpu ticks of root and every descendant."""
-    parents, out, todo = _children(), {}, [root]
+    """(pid, start tick) -> cpu ticks of root and every descendant living now."""
+    procs = _processes()
+    children = {}
+    for key, (parent, _) in procs.items():
+        children.setdefault(parent, []).append(key)
+    out, todo = {}, [key for key in procs if key[0] == root]
     while todo:
-        pid = todo.pop()
-        for child, ticks in parents.get(pid, ()):
-            out[child] = ticks
-            todo.append(child)
+        key = todo.pop()
+        out[key] = procs[key][1]
+        todo.extend(children.get(key[0], ()))
     return out
 
 
@@ -79,10 +83,9 @@ def measure(argv, log: Path) -> dict:
         n = 0
         while not stop.is_set():
             seen = _tree(proc.pid)
-            for pid, value in seen.items():
-                ticks[pid] = max(ticks.get(pid, 0), value)
+            ticks.update(seen)  # the last reading of each process (a pid reused later is another key)
             if n % 4 == 0:
-                peak[0] = max(peak[0], _pss(seen))
+                peak[0] = max(peak[0], _pss(pid for pid, _ in seen))
             n += 1
             stop.wait(0.5)
 
@@ -91,11 +94,11 @@ def measure(argv, log: Path) -> dict:
     code = proc.wait()
     stop.set()
     thread.join()
-    import resource
-
-    own = resource.getrusage(resource.RUSAGE_CHILDREN)  # the rehearse process itself (waited for)
-    return {"exit": code, "wall_s": time.time() - started, "cpu_s": sum(ticks.values()) / TICK + own.ru_utime
-            + own.ru_stime, "peak_pss_gib": peak[0] / 2**30}
+    # Only the samples count: the rehearse process is in its own tree. getrusage(RUSAGE_CHILDREN) was added here
+    # until 2026-12-05; it holds every process this one ever reaped, so it counted each reaped process twice, and
+    # in the second rehearsal of a run the first one's processes too.
+    return {"exit": code, "wall_s": time.time() - started, "cpu_s": sum(ticks.values()) / TICK,
+            "peak_pss_gib": peak[0] / 2**30}
 
 
 def steps(out: Path) -> dict:

@@ -36,3 +36,30 @@ def test_bench_smoke(name, tmp_path):
                           env=env, cwd=ROOT)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
     assert PRINTS[name] in proc.stdout, proc.stdout[-2000:]
+
+
+# a command whose CPU is known: a child burns 0.6 CPU-s and the parent 0.2, each then lives past a sample (1.5 s)
+BURN = r'''
+import os, sys, time
+def burn(s):
+    end = time.process_time() + s
+    while time.process_time() < end:
+        pass
+if os.fork() == 0:
+    burn(0.6); time.sleep(1.5); os._exit(0)
+burn(0.2); os.wait(); time.sleep(1.5)
+'''
+
+
+def test_rehearse_engines_counts_each_process_once_and_each_run_alone(tmp_path):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("rehearse_engines", ROOT / "bench" / "rehearse_engines.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    # the child is reaped by the command: a count that adds getrusage(RUSAGE_CHILDREN) to the samples has it twice,
+    # and in a second run the first run's processes as well
+    first = bench.measure([sys.executable, "-c", BURN], tmp_path / "1.log")
+    second = bench.measure([sys.executable, "-c", BURN], tmp_path / "2.log")
+    for row in (first, second):
+        assert row["exit"] == 0 and 0.7 <= row["cpu_s"] <= 1.3, (first, second)
