@@ -2,8 +2,8 @@
 
 The Megatron rehearsal is the shipped recipe as it is (``ppo_megatron_trainer``: verl's Megatron
 engine, the converter's dist checkpoint as initial weights, the ``rehearse_mcore_*`` fixes). The
-FSDP rehearsal is a copy of the same recipe naming ``ppo_trainer`` (the rehearsal then drops the
-``*.megatron.*`` keys and runs FSDP2). Both run ``--steps 1`` (train 1 step, save, resume 1 step) on
+FSDP rehearsal is a copy of the same recipe naming ``ppo_trainer``, without the lines that set ``*.megatron.*``
+keys or pass the bridge's arguments (verl's ``ppo_trainer`` config has no megatron section: main_ppo refuses them). Both run ``--steps 1`` (train 1 step, save, resume 1 step) on
 the same ranks, one after the other, in this run.
 
 Measured per rehearsal: CPU-seconds of every process of the ``rehearse`` command's tree, itself included (utime +
@@ -125,7 +125,11 @@ def main(argv=None) -> int:
     if "ppo_megatron_trainer" not in text:
         print(f"{recipe} does not name ppo_megatron_trainer: nothing to compare", file=sys.stderr)
         return 2
-    fsdp_recipe.write_text(text.replace("ppo_megatron_trainer", "ppo_trainer"))
+    # verl's ppo_trainer config has no megatron section: main_ppo (and so the rehearsal) refuses the Megatron keys
+    # there, so the FSDP copy leaves out the lines that set them and the bridge's arguments
+    fsdp_lines = [line for line in text.replace("ppo_megatron_trainer", "ppo_trainer").splitlines()
+                  if ".megatron." not in line and "BRIDGE_ARGS[@]" not in line]
+    fsdp_recipe.write_text("\n".join(fsdp_lines) + "\n")
     rows = {}
     try:
         for engine, path in (("megatron", recipe), ("fsdp", fsdp_recipe)):
