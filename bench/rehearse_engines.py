@@ -3,8 +3,9 @@
 The Megatron rehearsal is the shipped recipe as it is (``ppo_megatron_trainer``: verl's Megatron
 engine, the converter's dist checkpoint as initial weights, the ``rehearse_mcore_*`` fixes). The
 FSDP rehearsal is a copy of the same recipe naming ``ppo_trainer``, without the lines that set ``*.megatron.*``
-keys or pass the bridge's arguments (verl's ``ppo_trainer`` config has no megatron section: main_ppo refuses them). Both run ``--steps 1`` (train 1 step, save, resume 1 step) on
-the same ranks, one after the other, in this run.
+keys or pass the bridge's arguments (verl's ``ppo_trainer`` config has no megatron section: main_ppo refuses
+them). Both run ``--steps 1`` (train 1 step, save, resume 1 step) on the same ranks, one after the other, in this
+run.
 
 Measured per rehearsal: CPU-seconds of every process of the ``rehearse`` command's tree, itself included (utime +
 stime from ``/proc/<pid>/stat``, sampled every 0.5 s, the last sample of each process kept: a
