@@ -151,13 +151,13 @@ def test_the_assertion_not_its_source_line_is_quoted(tmp_path):
 
 
 def test_a_node_death_line_without_an_address_is_named_without_one(tmp_path):
-    # Ray before 1.0 wrote the line without an address: "The node with client ID " << client_id << " has been marked
-    # dead because the monitor has missed too many heartbeats from it." (src/ray/raylet/monitor.cc, ray-project/ray
-    # 0.8.x); the address is optional in the pattern, and the headline detail is then absent, not an error
+    # Ray before 1.0 wrote the line without an address: the message as its monitor builds it ("The node with client
+    # ID " << client_id << " has been marked dead because the monitor has missed too many heartbeats from it.",
+    # https://github.com/ray-project/ray/blob/62e871a59e91e3afe4b12f985817e1c64e3eba6c/src/ray/raylet/monitor.cc),
+    # with a client id of ours. The address is optional in the pattern; the headline detail is then absent, not an error
     log = tmp_path / "driver.log"
-    log.write_text("2019-04-18 02:11:56,294\tERROR worker.py:1780 -- The node with client ID "
-                   "37669ef11ddbd4e5fb6ae9e089dedc0475c3f89d has been marked dead because the monitor has missed too "
-                   "many heartbeats from it.\n")
+    log.write_text("The node with client ID 0123456789abcdef0123456789abcdef01234567 has been marked dead because the "
+                   "monitor has missed too many heartbeats from it.\n")
     result = diagnose(log)
     found = result["findings"][0]
     assert result["exit_code"] == 1 and found["code"] == "ray_node_died", result["findings"]
