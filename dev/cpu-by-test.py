@@ -75,7 +75,9 @@ class Sampler:
             if proc is None:
                 proc = self.procs[key] = _identity(pid)
             proc["cpu"] = cpu
-            if not proc["cmd"] or proc["cmd"].startswith("ray::IDLE"):  # Ray renames a worker for its actor
+            # a Ray worker starts as default_worker.py, idles as ray::IDLE, then takes its actor's name: read it again
+            # until it has one
+            if not proc["cmd"] or "default_worker.py" in proc["cmd"] or proc["cmd"].startswith("ray::IDLE"):
                 try:
                     cmd = _read(f"/proc/{pid}/cmdline").replace(b"\0", b" ").decode(errors="replace").strip()
                 except OSError:
@@ -91,7 +93,8 @@ class Sampler:
         for key, p in self.procs.items():
             cpu = p["cpu"] - self.before.get(key, 0.0)
             if cpu > 0:
-                env = p["env"] or (re.search(r"\.venvs/([^/]+)/", p["cmd"]) or [None, ""])[1]
+                venv = re.search(r"\.venvs/([^/]+)/", p["cmd"])
+                env = p["env"] or (venv.group(1) if venv else "")
                 out.append({"pid": key[0], "cpu_s": round(cpu, 2), "test": p["test"], "env": env, "cmd": p["cmd"]})
         return sorted(out, key=lambda r: -r["cpu_s"])
 
