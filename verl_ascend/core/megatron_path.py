@@ -83,7 +83,7 @@ def transformer_config_fields() -> Optional[set]:
     """megatron-core's TransformerConfig field names (feature detection), without importing megatron in this process
     (MindSpeed, where present, must patch it first); None when they cannot be read.
 
-    Read from megatron-core's source first (:func:`_fields_from_source`, ~0.1 s), else from a child process that
+    Read from megatron-core's source first (:func:`_fields_from_source`, ~0.01 s), else from a child process that
     imports it (:func:`_fields_from_import`, ~5 CPU-s: torch and megatron-core). Both give the same set on every
     megatron-core of CI (tests/unit/test_megatron_fields.py)."""
     fields = _fields_from_source()
@@ -102,7 +102,6 @@ def _fields_from_source() -> Optional[set]:
         spec = importlib.util.find_spec("megatron")  # a namespace package: nothing of megatron is imported
     except (ImportError, ValueError):
         return None
-    files = []
     for root in (spec.submodule_search_locations or []) if spec else []:
         files = [os.path.join(root, "core", "transformer", "transformer_config.py"),
                  os.path.join(root, "core", "model_parallel_config.py")]
