@@ -12,7 +12,8 @@ pytestmark = pytest.mark.verl_agnostic
 TOOL = ROOT / "dev" / "cpu-by-test.py"
 
 # the child starts an orphan (double fork: re-parented away from the run, never reaped by it) that burns CPU, waits
-# for it through a pipe, and exits 3 without ever calling wait() on it
+# for it through a pipe, and exits 3 without ever calling wait() on it. The orphan lives on for 5 s after its burn,
+# so the tool's last sample (taken when the child has exited) reads all of it even when a loaded host delays samples
 CHILD = r'''
 import os, sys, time
 r, w = os.pipe()
@@ -22,6 +23,7 @@ if os.fork() == 0:
         while time.process_time() < end:
             pass
         os.write(w, b"x")
+        time.sleep(5)
     os._exit(0)
 os.read(r, 1)
 sys.exit(3)

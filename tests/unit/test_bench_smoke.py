@@ -38,7 +38,8 @@ def test_bench_smoke(name, tmp_path):
     assert PRINTS[name] in proc.stdout, proc.stdout[-2000:]
 
 
-# a command whose CPU is known: a child burns 0.6 CPU-s and the parent 0.2, each then lives past a sample (1.5 s)
+# a command whose CPU is known: a child burns 0.6 CPU-s and the parent 0.2, each then lives on for 3 s, so a sample
+# (every 0.5 s) reads all of it even when a loaded host delays the sampler
 BURN = r'''
 import os, sys, time
 def burn(s):
@@ -46,8 +47,8 @@ def burn(s):
     while time.process_time() < end:
         pass
 if os.fork() == 0:
-    burn(0.6); time.sleep(1.5); os._exit(0)
-burn(0.2); os.wait(); time.sleep(1.5)
+    burn(0.6); time.sleep(3); os._exit(0)
+burn(0.2); os.wait(); time.sleep(3)
 '''
 
 
