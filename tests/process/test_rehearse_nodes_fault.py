@@ -20,8 +20,9 @@ def test_a_worker_node_that_dies_mid_step_is_named_and_nothing_is_left_on_either
         assert planted, proc.stdout[-3000:]
         victim = planted.group(1)
         # the rehearsal's verdict: the node, and what died there (the actor rank on it among them)
-        assert re.search(rf"failed, exit 1: node 1 \(worker node 1, {re.escape(victim)}\) died mid-step: .*its processes "
-                         r"died with it: .*WorkerDict", proc.stderr), proc.stderr[-3000:]
+        assert re.search(rf"failed, exit 1: node 1 \(worker node 1, {re.escape(victim)}\) died mid-step: it lost power at "
+                         r"20\d\d-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3}; .*its processes died with it: .*WorkerDict",
+                         proc.stderr), proc.stderr[-3000:]
         assert not list((out / "nodes").glob("node*/checkpoints/global_step_*"))
         assert_nothing_left(proc, out)
         assert_diagnosed_as(out, f"(ray_node_died: {victim})")

@@ -236,3 +236,47 @@ def test_another_file_s_error_outside_the_run_s_time_is_not_judged_by_it(tmp_pat
     assert diagnose(driver, worker)["exit_code"] == 1
     worker.write_text("2026-12-04 05:00:00,000 ERROR worker.py:1 -- RuntimeError: hours after the end\n")
     assert diagnose(driver, worker)["exit_code"] == 1
+
+
+def test_a_node_killed_by_the_rehearsal_is_the_first_failure_at_the_time_it_died():
+    """A real failed rehearsal (rehearsal/failed/, README there): `--fault worker-node` killed node 1 mid-step, the
+    agent loop's calls into it failed, Ray marked the node dead 14 s later. The verdict line states the time of the
+    kill, so the headline is the node at that time, not the errors that followed it."""
+    result = diagnose(REHEARSAL / "failed" / "node_fault_console.log")
+    first = result["first_failure"]
+    assert result["exit_code"] == 1 and first["family"] == "ray_node_died", first
+    assert first["names"] == "127.184.77.2" and first["time"].startswith("2026-12-05 03:19:07.551"), first
+    assert result["findings"][0]["code"] == "ray_node_died", [f["code"] for f in result["findings"]]
+
+
+# what diagnose printed of the CI run of 2026-12-05 whose node-death rehearsal failed (AgentLoopWorkerTQ's exception,
+# cut at 200 characters there, 3 s before Ray's line), and the agent loop's next line, whose time it takes (verl logs
+# each failed prompt as `ERROR:<time>:Error in _run_prompt`, then its traceback; the uid is ours)
+UNAVAILABLE = ("(AgentLoopWorkerTQ pid=919) ray.exceptions.ActorUnavailableError: The actor "
+               "a74131d26f3b7dadb200ef9502000000 is unavailable: The actor is temporarily unavailable: RpcError: RPC "
+               "error: failed to connect to all addresses; last error: UNKNOWN:\n"
+               "(AgentLoopWorkerTQ pid=919) ERROR:2026-12-05 02:58:18,941:Error in _run_prompt for uid=0b5e7d52\n")
+
+
+@pytest.mark.parametrize("later, echo", [(3, True), (45, True), (120, False)])
+def test_errors_before_ray_marks_a_node_dead_are_its_echo_within_the_health_check_s_delay(tmp_path, later, echo):
+    """Ray prints a node's death only once its health checks have failed (15-50 s with its defaults): an unexplained
+    error that much earlier is the death's echo. Two minutes earlier it is a failure of its own, and the headline."""
+    import datetime
+
+    when = datetime.datetime(2026, 12, 5, 2, 58, 18, 941000) + datetime.timedelta(seconds=later)
+    # Ray's driver warning (worker.py; the shape of ray-project/ray#18449's line), our node id, address and time
+    dead = (f"{when:%Y-%m-%d %H:%M:%S},{when.microsecond // 1000:03d}\tWARNING worker.py:1228 -- The node with node "
+            "id: 2956cc9988fd4f0339ad2c76671cf7208a1182082a1370c6345dd46f and address: 127.246.210.2 and node name: "
+            "127.246.210.2 has been marked dead because the detector has missed too many heartbeats from it.\n")
+    log = tmp_path / "console.log"
+    log.write_text(UNAVAILABLE + dead)
+    result = diagnose(log)
+    codes = [f["code"] for f in result["findings"]]
+    assert result["exit_code"] == 1 and "ray_node_died" in codes, codes
+    if echo:
+        assert codes == ["ray_node_died"] and result["first_failure"]["names"] == "127.246.210.2", result
+        assert result["unrecognised_lines"] >= 1
+    else:
+        assert result["first_failure"]["family"] == table.UNRECOGNISED, result["first_failure"]
+        assert "unrecognised_failure" in codes

@@ -225,6 +225,10 @@ class Diagnosis:
         return render(self)
 
 
+def _echo_window(family: str) -> datetime.timedelta:
+    return ECHO_WINDOW + datetime.timedelta(seconds=table.FAMILIES[family].lag)
+
+
 def _order(f) -> tuple:
     return table.FAMILIES[f.code].order, f.where["time"] is None, f.where["time"] or ""
 
@@ -263,8 +267,9 @@ def build(scanner) -> Diagnosis:
     if known and by_family.get(UNRECOGNISED):
         # an unexplained failure is kept only if it came first: then it is the cause and the known ones its echo
         # (by more than the 1 s resolution of torch_npu's "[ERROR] <time>" header, printed with the same failure)
+        # or by more than the family's own lag (a node's death is printed only once Ray's health check timed out)
         mine = min(by_family[UNRECOGNISED], key=lambda e: e.sort_key())
-        if mine.when is None or not all(k.when and mine.when + ECHO_WINDOW <= k.when for k in known):
+        if mine.when is None or not all(k.when and mine.when + _echo_window(k.family) <= k.when for k in known):
             unrecognised_lines = sum(f.details["lines"] for f in findings if f.code == UNRECOGNISED)
             findings = [f for f in findings if f.code != UNRECOGNISED]
     findings.sort(key=_order)

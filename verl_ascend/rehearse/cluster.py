@@ -268,8 +268,8 @@ class Fault:
                     else f"Ray had not marked it dead {self.NO_VERDICT} s later; " if ended else "")
         tail = (f"the trainer was still running {self.GRACE} s after that, so the rehearsal ended it (on a cluster "
                 "it would wait on)" if ended else "the trainer failed on it")
-        self.verdict = (f"node {self.index} (worker node {self.index}, {self.ip}) died mid-step: {ray_said}its "
-                        f"processes died with it: {self.killed[1]}; {tail}")
+        self.verdict = (f"node {self.index} (worker node {self.index}, {self.ip}) died mid-step: it lost power at "
+                        f"{self.killed[2]}; {ray_said}its processes died with it: {self.killed[1]}; {tail}")
 
 
 def _name(pid: int) -> str:
@@ -288,8 +288,13 @@ def _name(pid: int) -> str:
 
 
 def kill_node(index: int, proc, ip: str) -> tuple:
-    """Every process of node ``index`` (its mount namespace), at once, as a power loss would; (when, what died)."""
+    """Every process of node ``index`` (its mount namespace), at once, as a power loss would.
+
+    Returns (monotonic time, what died, wall-clock time as logs write it): the verdict states the wall time so that
+    `diagnose` places the node's death where it happened, before the errors of the processes that called into it.
+    """
     import collections
+    import datetime
 
     namespace = namespace_of(proc.pid, "mnt")
     pids = [pid for pid in processes_in_mount_namespace(namespace) if pid != os.getpid()] if namespace else []
@@ -301,7 +306,7 @@ def kill_node(index: int, proc, ip: str) -> tuple:
             pass
     died = ", ".join(f"{name} x{n}" if n > 1 else name for name, n in sorted(names.items()))
     say(f"fault planted: node {index} (worker node {index}, {ip}) lost power: {len(pids)} process(es) killed: {died}")
-    return time.monotonic(), died
+    return time.monotonic(), died, datetime.datetime.now().isoformat(sep=" ", timespec="milliseconds")
 
 
 if __name__ == "__main__":

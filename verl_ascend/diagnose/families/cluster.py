@@ -10,6 +10,14 @@ NODE_MARKED_DEAD = (r"node (?:with )?(?:node|client) (?:id|ID):? .+? (?:and (?:a
 # tests/process/test_rehearse_nodes_fault.py reads a real one back through diagnose); group 1 is the address
 OWN_VERDICT = r"verl-ascend rehearse: error: node \d+ \(worker node \d+, (\S+)\) died mid-step"
 
+# How late Ray's line can be: the GCS marks a node dead after health_check_failure_threshold (5) failed checks, each
+# failing at once (a refused connection; checks health_check_period_ms = 3 s apart) or after health_check_timeout_ms
+# (10 s: a machine gone): 15-50 s after the death with Ray's defaults, plus the line's way to the driver. Meanwhile
+# the actors that called into the node fail first (`ActorUnavailableError ... failed to connect to all addresses`,
+# 3 s before Ray's line in a CI run of this project's two-node rehearsal): those lines are the death's echo.
+RAY_HEALTH_CHECK = GH + "ray-project/ray/blob/master/src/ray/common/ray_config_def.h"
+HEALTH_CHECK_LAG = 5 * 10 + 10
+
 FAMILIES = {f.id: f for f in (
     Family(
         "host_oom_killed", 16, "Ray's memory monitor killed a worker (host RAM)",
@@ -46,7 +54,8 @@ FAMILIES = {f.id: f for f in (
         "--nodes ...`) and resume. A node that was only slow: give it headroom (fewer CPU-heavy processes) or raise "
         "`RAY_health_check_failure_threshold` on the head before `ray start`.",
         (GH + "ray-project/ray/issues/44680", GH + "ray-project/ray/issues/59193", GH + "ray-project/ray/issues/15128",
-         GH + "ray-project/ray/issues/18449"),
+         GH + "ray-project/ray/issues/18449", RAY_HEALTH_CHECK),
+        lag=HEALTH_CHECK_LAG,
     ),
     Family(
         "visible_devices_rewritten", 26, "Ray's ASCEND_RT_VISIBLE_DEVICES does not match what the launcher expects",

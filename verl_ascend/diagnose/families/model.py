@@ -12,6 +12,9 @@ class Family:
     cause: str
     fix: str
     sources: tuple  # public issue threads / vendor documents the entry is based on
+    # seconds by which the family's first line may trail the fault it reports (a detector that must time out first):
+    # an unexplained failure line up to that much earlier is the fault's echo, not an earlier cause
+    lag: float = 0.0
 
 
 @dataclasses.dataclass(frozen=True)
