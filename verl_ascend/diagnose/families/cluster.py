@@ -47,14 +47,16 @@ FAMILIES = {f.id: f for f in (
         "answer in time (a saturated host, a network partition). Every actor on that node died with it: the "
         "trainer's ranks there, rollout servers, TransferQueue storage units. verl does not replace them; on its "
         "TransferQueue path (verl 0.9's default `trainer.use_v1`) a put to a dead storage unit is retried before "
-        "the loop fails (measured in a rehearsal: 3 x 200 s), so the run can look hung rather than failed.",
+        "the loop fails (TransferQueue 0.1.11: `TQ_SIMPLE_STORAGE_MAX_ATTEMPTS` tries, 3, of "
+        "`TQ_SIMPLE_STORAGE_SEND_RECV_TIMEOUT` s, 200, both read from the environment; measured in a rehearsal: "
+        "3 x 200 s), so the run can look hung rather than failed.",
         "On the node named here: `dmesg -T | grep -i -E 'killed process|out of memory'`, its "
         "/tmp/ray/session_latest/logs/raylet.out, and whether it is up at all. Then restart Ray there "
         "(`ray_start_worker.sh <head ip>`), copy the last checkpoint to every node (`verl-ascend ckpt sync <ckpt dir> "
         "--nodes ...`) and resume. A node that was only slow: give it headroom (fewer CPU-heavy processes) or raise "
         "`RAY_health_check_failure_threshold` on the head before `ray start`.",
         (GH + "ray-project/ray/issues/44680", GH + "ray-project/ray/issues/59193", GH + "ray-project/ray/issues/15128",
-         GH + "ray-project/ray/issues/18449", RAY_HEALTH_CHECK),
+         GH + "ray-project/ray/issues/18449", RAY_HEALTH_CHECK, "https://pypi.org/project/TransferQueue/0.1.11/"),
         lag=HEALTH_CHECK_LAG,
     ),
     Family(
