@@ -265,7 +265,9 @@ def test_errors_before_ray_marks_a_node_dead_are_its_echo_within_the_health_chec
     import datetime
 
     when = datetime.datetime(2026, 12, 5, 2, 58, 18, 941000) + datetime.timedelta(seconds=later)
-    # Ray's driver warning (worker.py; the shape of ray-project/ray#18449's line), our node id, address and time
+    # Ray's driver warning as worker.py prints it (`<time>\tWARNING worker.py:N -- `, ray-project/ray#18449's line)
+    # with the message in Ray 2.60's words (address and node name, as in rehearsal/failed/node_fault_console.log);
+    # the node id, address and time are ours
     dead = (f"{when:%Y-%m-%d %H:%M:%S},{when.microsecond // 1000:03d}\tWARNING worker.py:1228 -- The node with node "
             "id: 2956cc9988fd4f0339ad2c76671cf7208a1182082a1370c6345dd46f and address: 127.246.210.2 and node name: "
             "127.246.210.2 has been marked dead because the detector has missed too many heartbeats from it.\n")

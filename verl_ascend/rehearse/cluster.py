@@ -34,6 +34,7 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import NamedTuple
 
 from verl_ascend.rehearse.inloop import say
 from verl_ascend.rehearse.runner import OWN_ERROR, namespace_of
@@ -264,12 +265,12 @@ class Fault:
             pass
 
     def judge(self, ended: bool) -> None:
-        ray_said = (f"Ray marked it dead {self.dead_at - self.killed[0]:.0f} s later; " if self.dead_at
+        ray_said = (f"Ray marked it dead {self.dead_at - self.killed.at:.0f} s later; " if self.dead_at
                     else f"Ray had not marked it dead {self.NO_VERDICT} s later; " if ended else "")
         tail = (f"the trainer was still running {self.GRACE} s after that, so the rehearsal ended it (on a cluster "
                 "it would wait on)" if ended else "the trainer failed on it")
         self.verdict = (f"node {self.index} (worker node {self.index}, {self.ip}) died mid-step: it lost power at "
-                        f"{self.killed[2]}; {ray_said}its processes died with it: {self.killed[1]}; {tail}")
+                        f"{self.killed.wall}; {ray_said}its processes died with it: {self.killed.died}; {tail}")
 
 
 def _name(pid: int) -> str:
@@ -287,12 +288,15 @@ def _name(pid: int) -> str:
     return words[0] if words else "?"
 
 
-def kill_node(index: int, proc, ip: str) -> tuple:
-    """Every process of node ``index`` (its mount namespace), at once, as a power loss would.
+class Killed(NamedTuple):
+    at: float   # time.monotonic() of the kill
+    died: str   # what died, by process name
+    wall: str   # the kill's wall-clock time as logs write it: the verdict states it so that `diagnose` places the
+                # node's death where it happened, before the errors of the processes that called into it
 
-    Returns (monotonic time, what died, wall-clock time as logs write it): the verdict states the wall time so that
-    `diagnose` places the node's death where it happened, before the errors of the processes that called into it.
-    """
+
+def kill_node(index: int, proc, ip: str) -> Killed:
+    """Every process of node ``index`` (its mount namespace), at once, as a power loss would."""
     import collections
     import datetime
 
@@ -306,7 +310,7 @@ def kill_node(index: int, proc, ip: str) -> tuple:
             pass
     died = ", ".join(f"{name} x{n}" if n > 1 else name for name, n in sorted(names.items()))
     say(f"fault planted: node {index} (worker node {index}, {ip}) lost power: {len(pids)} process(es) killed: {died}")
-    return time.monotonic(), died, datetime.datetime.now().isoformat(sep=" ", timespec="milliseconds")
+    return Killed(time.monotonic(), died, datetime.datetime.now().isoformat(sep=" ", timespec="milliseconds"))
 
 
 if __name__ == "__main__":

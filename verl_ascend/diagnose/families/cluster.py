@@ -12,9 +12,10 @@ OWN_VERDICT = r"verl-ascend rehearse: error: node \d+ \(worker node \d+, (\S+)\)
 
 # How late Ray's line can be: the GCS marks a node dead after health_check_failure_threshold (5) failed checks, each
 # failing at once (a refused connection; checks health_check_period_ms = 3 s apart) or after health_check_timeout_ms
-# (10 s: a machine gone): 15-50 s after the death with Ray's defaults, plus the line's way to the driver. Meanwhile
-# the actors that called into the node fail first (`ActorUnavailableError ... failed to connect to all addresses`,
-# 3 s before Ray's line in a CI run of this project's two-node rehearsal): those lines are the death's echo.
+# (10 s: a machine gone): 15-50 s after the death with Ray's defaults, plus 10 s (a margin, not measured) for the
+# line's way to the driver. Meanwhile the actors that called into the node fail first (`ActorUnavailableError ...
+# failed to connect to all addresses`, 3 s before Ray's line in a CI run of this project's two-node rehearsal):
+# those lines are the death's echo.
 RAY_HEALTH_CHECK = GH + "ray-project/ray/blob/master/src/ray/common/ray_config_def.h"
 HEALTH_CHECK_LAG = 5 * 10 + 10
 
