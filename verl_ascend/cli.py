@@ -25,6 +25,7 @@ COMMANDS = (
     "gsm8k",     # data (also scripts/gsm8k.py)
     "patches",   # patches check: the upstream-ready diffs in patches/
     "rehearse",  # rehearse RECIPE.sh on CPU
+    "supervise",  # supervise -- COMMAND: keep a long run going
 )
 
 

@@ -1,0 +1,380 @@
+"""The loop: start an attempt, watch it, and at a failure save the evidence, decide, end it, relaunch.
+
+States of the run (``report.json``'s ``state``): ``running`` -> ``done`` (the last step reached), ``stopped``
+(do not requeue), ``gave_up`` (the retry budget spent, the deadline, nodes gone: requeue may help) or, with
+``--dry-run``, ``watched``. Each attempt: START -> WATCH -> (finished | failure) -> EVIDENCE (before anything
+is ended) -> DECIDE -> END (exactly the attempt's processes, by their mark) -> CHECKPOINT CHECK -> BACK-OFF ->
+START with ``trainer.resume_mode=auto``.
+
+Processes are started and ended by ``verl_ascend.proc`` (a mark in every process's environment, a PID
+namespace where the host allows one). :func:`supervise` is the one entry point: the CLI calls it, and so does
+``rehearse --supervise``.
+"""
+
+import dataclasses
+import os
+import time
+
+from verl_ascend.core import runlog
+from verl_ascend.core.findings import WARNING, Finding
+from verl_ascend.proc import follow, launch as proc_launch, marks
+
+from . import decide as D
+from . import detect, evidence, launch, timeline
+from . import report as R
+
+KEEP_TAIL = 50          # console lines kept in the live snapshot besides the ones that matter to a detector
+CKPT_EVERY = 15.0       # s between two sizes of the checkpoint folder (a walk of a large folder is not free)
+
+
+@dataclasses.dataclass
+class Options:
+    run_dir: str
+    max_restarts: int = 3
+    hang_after: float = None
+    stop_on: tuple = ()
+    retry_unknown: bool = False
+    dry_run: bool = False
+    deadline: float = None          # epoch seconds
+    wait_nodes: float = 600.0       # s to wait for nodes to come back (multi-node; see docs/supervise.md)
+    budgets: detect.Budgets = None  # defaults, with hang_after applied
+    policy: D.Policy = None
+    poll_s: float = 2.0
+    settings: dict = None           # the trainer's settings, when the caller knows them (else read)
+    echo: bool = True               # print the command's console lines
+
+
+def _say(text: str) -> None:
+    print(f"verl-ascend supervise: {text}", flush=True)
+
+
+def _folder_bytes(path) -> int:
+    total = 0
+    for root, _, names in os.walk(path):
+        for n in names:
+            try:
+                total += os.lstat(os.path.join(root, n)).st_size
+            except OSError:
+                pass
+    return total
+
+
+def _tracker(settings: dict):
+    folder = settings.get("default_local_dir")
+    if not folder:
+        return None
+    try:
+        text = open(os.path.join(folder, "latest_checkpointed_iteration.txt")).read().strip()
+    except OSError:
+        return None
+    return int(text) if text.isdigit() else None
+
+
+def _interesting(text: str) -> bool:
+    return bool("step:" in text or timeline.SAVE_STARTS.search(text) or timeline.RESUMED.search(text)
+                or timeline.SCRATCH in text or launch.TOTAL_STEPS.search(text) or detect.family_of(text))
+
+
+def _pid_start(pid: int):
+    return evidence.proc_state(pid).get("start")
+
+
+class _Attached:
+    """An attempt a previous supervisor started that still lives: watched through its marked processes."""
+
+    def __init__(self, attempt: R.Attempt):
+        var, _, value = attempt.mark.partition("=")
+        self.mark = marks.Mark(var, value)
+        self.pid = attempt.pid
+
+    def poll(self):
+        return None if marks.marked(self.mark) else 0
+
+    def pids(self):
+        return marks.marked(self.mark)
+
+    def end(self):
+        return marks.end_marked(self.mark)
+
+
+class Supervisor:
+    def __init__(self, argv, env, cwd, options: Options, settings: dict):
+        self.argv, self.env, self.cwd, self.o = list(argv), dict(env), cwd, options
+        self.settings = settings
+        self.budgets = options.budgets or detect.Budgets()
+        if options.hang_after:
+            self.budgets = dataclasses.replace(self.budgets, hang_after=options.hang_after)
+        self.policy = options.policy or D.Policy(max_restarts=options.max_restarts, retry_unknown=options.retry_unknown)
+        self.report = R.Report(options.run_dir, self.argv, dry_run=options.dry_run, settings=settings)
+        self.history = []        # step records of earlier attempts (they teach the budgets)
+        self.startup_seen = None
+        self.expected_resume = None
+        self.clock = time.monotonic() - time.time()  # monotonic = wall + clock
+
+    # -- one attempt ------------------------------------------------------------------------------------
+    def _argv(self, number: int) -> list:
+        extra = launch.resume_overrides() if number > 1 else []
+        if self.o.deadline:
+            save = max((s.phases().get(timeline.SAVE, 0.0) for s in self.history), default=0.0) or None
+            extra += launch.deadline_overrides(self.o.deadline, save)[1]
+        trainer = launch.is_trainer_line(self.argv) or launch.script_of(self.argv)
+        return launch.with_overrides(self.argv, extra) if trainer and extra else list(self.argv)
+
+    def start(self, number: int):
+        folder = os.path.join(self.o.run_dir, f"attempt-{number}")
+        os.makedirs(folder, exist_ok=True)
+        log = os.path.join(folder, "console.log")
+        argv = self._argv(number)
+        env = dict(self.env)
+        if self.o.deadline:
+            env.update(launch.deadline_overrides(self.o.deadline)[0])
+        mark = marks.Mark(runlog.SUPERVISE_MARK, f"{os.path.basename(os.path.abspath(self.o.run_dir))}-{os.getpid()}-{number}")
+        run = proc_launch.Run(argv, env, self.cwd, mark)
+        with open(log, "w") as out:
+            run.start(stdout=out, text=True)
+        attempt = R.Attempt(number, argv, log, pid=run.proc.pid, pid_start=_pid_start(run.proc.pid), mark=str(mark),
+                            started=time.time())
+        self.report.attempts.append(attempt)
+        self.report.write()
+        _say(f"attempt {number} started (pid {run.proc.pid}, {mark}); console {log}")
+        return attempt, run
+
+    def watch(self, attempt: R.Attempt, handle):
+        """Watch until a detector fires or the attempt ends; returns (failure finding or None, snapshot)."""
+        started = attempt.started + self.clock
+        snap = timeline.Snapshot(started, time.monotonic())
+        tail = follow.Follow(attempt.log)
+        next_ckpt, seen_steps, flagged, deadline_hit = 0.0, 0, set(), False
+        ckpt_dir = self.settings.get("default_local_dir")
+        while True:
+            now = time.monotonic()
+            for text in tail.new_lines():
+                if self.o.echo:
+                    print(text, flush=True)
+                snap.lines.append((now, text))
+                m = launch.TOTAL_STEPS.search(text)
+                if m and not self.settings.get("total_training_steps"):
+                    self.settings["total_training_steps"] = int(m.group(1))
+            if len(snap.lines) > 4 * KEEP_TAIL:  # keep what detectors read: the marks, and the newest lines
+                snap.lines = [x for x in snap.lines[:-KEEP_TAIL] if _interesting(x[1])] + snap.lines[-KEEP_TAIL:]
+            code = handle.poll()
+            snap.now = now
+            snap.cpu.append((now, evidence.cpu_sample(handle.pids())))
+            snap.cpu = snap.cpu[-200:]
+            if ckpt_dir and now >= next_ckpt:
+                snap.ckpt.append((now, _folder_bytes(ckpt_dir)))
+                snap.ckpt, next_ckpt = snap.ckpt[-50:], now + CKPT_EVERY
+            if code is not None:
+                snap.exit_code, snap.ended = code, now
+                for text in tail.new_lines():
+                    snap.lines.append((now, text))
+                    if self.o.echo:
+                        print(text, flush=True)
+            done = timeline.steps(snap)
+            self._note_steps(attempt, done)
+            if len(done) > seen_steps:
+                seen_steps = len(done)
+                for f in detect.health(snap, self.o.stop_on):
+                    if f.code not in flagged:
+                        flagged.add(f.code)
+                        attempt.health.append(f.code)
+                        self.report.findings.append(f)
+                        _say(f"health: {f.subject}: {f.message}")
+                        if f.severity == "error":
+                            return f, snap
+                self.report.write()
+            if code is not None:
+                return detect.exited(snap, self.settings.get("total_training_steps"), _tracker(self.settings)), snap
+            found = detect.live_failure(snap, self.budgets) or detect.hang(snap, self.budgets, self.history,
+                                                                             self.startup_seen)
+            if found is not None and not self.o.dry_run:
+                return found, snap
+            if found is not None and found.code not in flagged:
+                flagged.add(found.code)
+                self.report.findings.append(found)
+                _say(f"(dry run) would act on {found.code}: {found.message}")
+            if self.o.deadline and time.time() >= self.o.deadline and not deadline_hit:
+                deadline_hit = True
+                _say("the deadline came: ending the attempt (verl's ESI path saved before it where it could)")
+                return None, snap
+            time.sleep(self.o.poll_s)
+
+    def _note_steps(self, attempt, done):
+        if not done:
+            return
+        if attempt.first_step is None:
+            self._check_resumed(attempt, done[0])
+        attempt.first_step_at = attempt.first_step_at or done[0].at - self.clock
+        attempt.first_step = done[0].step
+        attempt.last_step = done[-1].step
+        attempt.step_seconds = {s.step: s.seconds for s in done if s.seconds is not None}
+
+    def _check_resumed(self, attempt, first):
+        """A relaunch must go on from the checkpoint: its first step is the one after the tracker's."""
+        expected = self.expected_resume
+        if attempt.number == 1 or expected is None:
+            return
+        if first.step == expected + 1:
+            _say(f"attempt {attempt.number} resumed: its first step is {first.step} (checkpoint global_step_{expected})")
+            return
+        f = Finding(WARNING, f"attempt {attempt.number}", f"first step {first.step}, not {expected + 1}: the relaunch did "
+                    f"not resume from global_step_{expected}", "make the trainer line of the script end with \"$@\" so "
+                    "the supervisor's trainer.resume_mode=auto reaches verl", code="not_resumed")
+        self.report.findings.append(f)
+        _say(f.message)
+
+    def checkpoint(self):
+        """``ckpt check`` of the checkpoint a relaunch loads: None when fine or unknown, else the finding that stops."""
+        folder = self.settings.get("default_local_dir")
+        self.expected_resume = _tracker(self.settings)
+        if not folder or not os.path.isdir(folder) or self.expected_resume is None:
+            return None
+        from verl_ascend.ckpt import report as ckpt_report
+
+        checked = ckpt_report.check(folder)
+        errors = [f for f in checked.findings if f.severity == "error"]
+        _say(f"checkpoint {folder}: global_step_{checked.step}, " + (f"{len(errors)} error(s)" if errors else "resumable"))
+        return errors[0] if errors else None
+
+    # -- after a failure ----------------------------------------------------------------------------------
+    def diagnose(self, attempt, found):
+        """(family, fix) of the failure: diagnose's first failure in the attempt's console, else the detector's."""
+        own = found.details.get("family")
+        if found.code in ("hang", "incomplete_exit") or found.code in detect.HEALTH_CODES:
+            return own, found.fix
+        from verl_ascend.diagnose import report as dreport
+        from verl_ascend.diagnose import scan
+
+        result = dreport.build(scan.scan([attempt.log]))
+        first = (result.first_failure or {}).get("family")
+        fam = first or (result.findings[0].code if result.findings else own) or "unrecognised_failure"
+        fix = next((f.fix for f in result.findings if f.code == fam), found.fix)
+        return fam, fix
+
+    def conclude(self, attempt, handle, found, snap) -> D.Decision:
+        attempt.detected_at = time.time()
+        attempt.failed_at = (found.details.get("failed_at") or snap.now) - self.clock
+        attempt.detected = found.code
+        if snap.alive:  # the evidence is taken while the processes still exist
+            folder = os.path.join(self.o.run_dir, f"attempt-{attempt.number}", "evidence")
+            got = evidence.gather(folder, handle.pids(), attempt.log, attempt.started)
+            attempt.evidence = folder
+            for line in got["summary"]:
+                _say(f"evidence: {line}")
+        family, fix = self.diagnose(attempt, found)
+        cls = D.retry_class(family, found.details)
+        attempt.family, attempt.retry_class, attempt.fix = family, cls, fix
+        earlier = [{"family": a.family, "retry_class": a.retry_class, "tracker": a.tracker}
+                   for a in self.report.attempts[:-1] if a.family]
+        tracker = _tracker(self.settings)
+        decision = D.decide(D.Failure(family, cls, found.message, fix), earlier, tracker,
+                            len(self.report.attempts) - 1, self.policy)
+        attempt.tracker = tracker
+        attempt.decision, attempt.reason = decision.action, decision.reason
+        self.report.findings.append(dataclasses.replace(found, severity="warning", subject=f"attempt {attempt.number}",
+                                                        fix=fix or "", details={**found.details, "family": family}))
+        _say(f"attempt {attempt.number}: {found.code}: {found.message}")
+        _say(f"decision: {decision.action} — {decision.reason}")
+        return decision
+
+    def finish_attempt(self, attempt, handle, snap):
+        survivors = handle.end() if handle is not None else []
+        if hasattr(handle, "release_guard"):
+            handle.release_guard()
+        if snap.exit_code is None:
+            snap.exit_code = handle.poll() if handle is not None else None
+        attempt.ended, attempt.exit_code = time.time(), snap.exit_code
+        attempt.resumed_from = timeline.resumed_from(snap)
+        self.history += timeline.steps(snap)
+        if attempt.to_first_step_s is not None:
+            self.startup_seen = max(self.startup_seen or 0.0, attempt.to_first_step_s)
+        path = os.path.join(self.o.run_dir, f"attempt-{attempt.number}", "timeline.json")
+        with open(path, "w") as fh:
+            import json
+
+            json.dump(snap.as_dict(), fh)
+        if survivors:
+            _say(f"still alive after the end: {marks.describe(survivors)}")
+        else:
+            _say(f"attempt {attempt.number}: nothing of it is left running")
+        return survivors
+
+    def stop(self, state: str, code: int, reason: str) -> R.Report:
+        self.report.state, self.report.exit, self.report.reason = state, code, reason
+        self.report.write()
+        _say(f"{state} (exit {code}): {reason}")
+        return self.report
+
+    # -- the loop -------------------------------------------------------------------------------------
+    def resume_state(self):
+        """A report left by a supervisor before this one: its attempts, and the attempt still running, if any."""
+        try:
+            old = R.read(self.o.run_dir)
+        except R.NoReport:
+            return None
+        self.report.attempts, self.report.findings = old.attempts, old.findings
+        cur = old.current()
+        if cur is None or old.state != R.RUNNING:
+            return None
+        if cur.pid and _pid_start(cur.pid) == cur.pid_start and cur.mark:
+            _say(f"attempt {cur.number} (pid {cur.pid}) still runs: watching it, not starting another")
+            return cur
+        cur.ended, cur.detected, cur.reason = time.time(), "supervisor_gone", "its supervisor ended; so did it"
+        return None
+
+    def loop(self) -> R.Report:
+        attached = self.resume_state()
+        while True:
+            if attached is not None:
+                attempt, handle = attached, _Attached(attached)
+                attached = None
+            else:
+                attempt, handle = self.start(len(self.report.attempts) + 1)
+            found, snap = self.watch(attempt, handle)
+            if found is None:
+                self.finish_attempt(attempt, handle, snap)
+                if self.o.deadline and time.time() >= self.o.deadline:
+                    return self.stop(R.GAVE_UP, D.EXIT_GAVE_UP, "the deadline came; requeue to go on from the save")
+                if self.o.dry_run and self.report.findings:
+                    return self.stop(R.WATCHED, D.EXIT_GAVE_UP, "dry run: failures seen, nothing done about them")
+                return self.stop(R.DONE, D.EXIT_DONE, f"finished at step {attempt.last_step}")
+            decision = self.conclude(attempt, handle, found, snap)
+            self.finish_attempt(attempt, handle, snap)
+            if self.o.dry_run:
+                return self.stop(R.WATCHED, D.EXIT_GAVE_UP, f"dry run: would {decision.action}: {decision.reason}")
+            if decision.action != D.RETRY:
+                state = R.STOPPED if decision.exit_code == D.EXIT_NO_REQUEUE else R.GAVE_UP
+                return self.stop(state, decision.exit_code, decision.reason)
+            damaged = self.checkpoint()
+            if damaged is not None:
+                return self.stop(R.STOPPED, D.EXIT_NO_REQUEUE, f"the checkpoint a resume loads is damaged: "
+                                 f"{damaged.subject}: {damaged.message}; fix: {damaged.fix}")
+            self.report.write()
+            _say(f"relaunching in {decision.delay_s:.0f} s with trainer.resume_mode=auto")
+            time.sleep(decision.delay_s)
+
+
+def supervise(argv, env=None, cwd=None, options: Options = None, **kwargs) -> R.Report:
+    """Supervise ``argv`` until it finishes or a decision stops it; returns the report (``report.exit`` is the exit
+    code). ``options`` (or its fields as keyword arguments: ``run_dir=...``). Bad input raises a BadInput."""
+    options = options or Options(**kwargs)
+    env = dict(os.environ if env is None else env)
+    cwd = cwd or os.getcwd()
+    launch.check(argv, {})  # no command: refused before anything is read
+    _check_run_dir(options.run_dir)
+    settings = dict(options.settings) if options.settings is not None else launch.facts(argv, env, cwd)
+    launch.check(argv, settings)
+    for name in options.stop_on:
+        if name not in detect.HEALTH_CODES:
+            raise launch.BadCommand(f"--stop-on {name}: not a health flag; choose from {', '.join(detect.HEALTH_CODES)}")
+    return Supervisor(argv, env, cwd, options, settings).loop()
+
+
+def _check_run_dir(path: str) -> None:
+    try:
+        os.makedirs(path, exist_ok=True)
+    except OSError as exc:
+        raise launch.BadCommand(f"--run-dir {path}: cannot be created ({exc.strerror}); choose a folder you can write") \
+            from None
+    if not os.access(path, os.W_OK | os.X_OK):
+        raise launch.BadCommand(f"--run-dir {path}: not writable by this user; choose a folder you can write")
