@@ -175,7 +175,7 @@ def bands_for(profile: str, extra=()) -> list:
         same = [i for i, b in enumerate(chosen) if band.metric in b.keys]
         if same:
             old = chosen[same[0]]
-            chosen[same[0]] = dataclasses.replace(band, aliases=old.aliases)
+            chosen[same[0]] = dataclasses.replace(band, aliases=tuple(k for k in old.keys if k != band.metric))
         else:
             chosen.append(band)
     return chosen

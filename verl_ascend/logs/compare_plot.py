@@ -25,6 +25,7 @@ WATCHED = (
 PHASES = (("timing_s/gen", "--"), ("timing_s/update_actor", ":"))  # drawn in the step-time panel
 COLOURS = ("tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple", "tab:brown")
 NCOLS = 3
+BAND_LABEL = "band around the baseline (in each title)"
 
 
 def _series(steps, key):
@@ -76,9 +77,13 @@ def _draw_panel(ax, key, mine, base, runs, window):
     xs, ys = _series(base.parsed.steps, key)
     ax.plot(xs, ys, color="black", linewidth=1.6, label=f"baseline {base.label}")
     for v in mine[:1]:
-        lo, hi = _band_edges(v, ys)
-        if xs and (lo or hi):
-            ax.fill_between(xs, lo or ys, hi or ys, color="grey", alpha=0.25, linewidth=0, label="band around the baseline (title)")
+        bx, by = xs, ys
+        if v.band.stat == "last" and v.steps:  # judged at one step: the band there only
+            at = v.steps[-1]
+            bx, by = [at - 0.3, at + 0.3], [base.parsed.steps[at][v.key]] * 2
+        lo, hi = _band_edges(v, by)
+        if bx and (lo or hi):
+            ax.fill_between(bx, lo or by, hi or by, color="grey", alpha=0.3, linewidth=0, label=BAND_LABEL)
     for i, r in enumerate(runs):
         rx, ry = _series(r.parsed.steps, key)
         ax.plot(rx, ry, color=COLOURS[i % len(COLOURS)], linewidth=1.2, label=r.label)
