@@ -14,7 +14,8 @@ import threading
 import pytest
 from subproc import processes_with_env
 
-from verl_ascend.rehearse import runner
+from verl_ascend.proc import namespace as pidns
+from verl_ascend.rehearse.run import trainer as runner
 
 pytestmark = pytest.mark.verl_agnostic  # the runner never imports verl
 
@@ -77,7 +78,7 @@ SLOW_UNSHARE = ("import ctypes, os, sys, time\n"
 def test_the_namespace_is_found_when_unshare_is_slow_to_fork_its_first_process():
     proc = subprocess.Popen([sys.executable, "-c", SLOW_UNSHARE], stdout=subprocess.PIPE, text=True)
     try:
-        found = runner._child_namespace(proc, threading.Event())
+        found = pidns.child_namespace(proc, threading.Event())
         out, _ = proc.communicate(timeout=120)
     finally:
         proc.kill()
@@ -88,7 +89,7 @@ def test_the_namespace_is_found_when_unshare_is_slow_to_fork_its_first_process()
 
 def test_waiting_for_the_namespace_ends_when_unshare_ends_without_one():
     proc = subprocess.Popen([sys.executable, "-c", "import sys; sys.exit(7)"])
-    assert runner._child_namespace(proc, threading.Event()) == ""
+    assert pidns.child_namespace(proc, threading.Event()) == ""
     assert proc.returncode == 7
 
 

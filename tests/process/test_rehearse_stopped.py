@@ -20,7 +20,8 @@ import pytest
 from rehearsal_helpers import cpu_load
 from subproc import processes_with_env
 
-from verl_ascend.rehearse import runner
+from verl_ascend.proc import namespace as pidns
+from verl_ascend.rehearse.run import trainer as runner
 
 pytestmark = pytest.mark.verl_agnostic  # the runner never imports verl
 
@@ -36,9 +37,11 @@ time.sleep(300)
 DRIVER = """
 import os, sys
 from pathlib import Path
-from verl_ascend.rehearse import reaper, runner
+from verl_ascend.proc import guard as reaper
+from verl_ascend.proc import namespace
+from verl_ascend.rehearse.run import trainer as runner
 if sys.argv[2] == 'no-namespace':
-    runner._ns_ok.append([])  # as on a host that refuses the namespace
+    namespace.set_available(False)  # as on a host that refuses the namespace
 tmp = Path(sys.argv[1])
 try:
     with reaper.stop_signals_raise():
@@ -112,14 +115,14 @@ def test_the_watchdog_without_a_namespace_ends_a_detached_daemon_and_says_so_onl
     token = uuid.uuid4().hex
     import io
 
-    saved = list(runner._ns_ok)
-    runner._ns_ok[:] = [[]]
+    saved = pidns.prefix()
+    pidns.set_available(False)
     out = io.StringIO()
     try:
         code, seen, error = runner.run([sys.executable, "-c", STAND_IN], {**os.environ, "TEST_RUN_TOKEN": token},
                                        str(tmp_path), tmp_path / "log", 20, "stand-in", out=out)
     finally:
-        runner._ns_ok[:] = saved
+        pidns.set_available(bool(saved))
     assert code == 124 and seen == [1], (code, seen, error)
     assert "every process of the run was ended" in error, error
     assert with_token(token) == [], names(with_token(token))

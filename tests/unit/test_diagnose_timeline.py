@@ -106,8 +106,8 @@ def test_the_same_log_cut_before_its_end_fails_on_the_teardown_line(tmp_path):
 def test_the_rehearsals_exit_line_decides_a_run_whose_end_marks_ray_dropped(tmp_path, code):
     """Ray forwards a worker's last prints asynchronously and can drop them at exit: a fresh-clone CI run's DAPO
     resume log lacked its end marks and ended on the DataLoader teardown line (2026-12-04). rehearse writes the
-    trainer's exit code last (rehearse.runner.EXIT_LINE): 0 ends the run cleanly; any other code fails it."""
-    from verl_ascend.rehearse.runner import EXIT_LINE
+    trainer's exit code last (core.runlog.EXIT_LINE): 0 ends the run cleanly; any other code fails it."""
+    from verl_ascend.core.runlog import EXIT_LINE
 
     kept = [line for line in lines("r7c_console.log")
             if "Training Progress: 100%" not in line and "Final validation metrics" not in line]

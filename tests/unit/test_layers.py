@@ -12,10 +12,11 @@ PKG = Path(__file__).resolve().parents[2] / "verl_ascend"
 README = (PKG.parent / "README.md").read_text()
 
 # Low to high. A module may import its own layer and the ones below, never above.
-FEATURES = ("check", "ckpt", "convert", "data", "diagnose", "diffs", "doctor", "logs", "rehearse")
-# recipe/ is read by three features (check, ckpt check --recipe, rehearse): a layer of its own below them
-LAYERS = {"core": 0, "patches": 1, "recipe": 2, **{f: 3 for f in FEATURES}, "commands": 4, "cli": 5, "__main__": 5,
-          "plugin": 5}
+FEATURES = ("check", "ckpt", "convert", "data", "diagnose", "diffs", "doctor", "logs", "rehearse", "supervise")
+# recipe/ is read by three features (check, ckpt check --recipe, rehearse): a layer of its own below them; proc/ (a
+# run's processes: marked, namespaced, ended, followed) serves rehearse and supervise the same way
+LAYERS = {"core": 0, "patches": 1, "recipe": 2, "proc": 2, **{f: 3 for f in FEATURES}, "commands": 4, "cli": 5,
+          "__main__": 5, "plugin": 5}
 
 
 def layer_of(module: str) -> int:
@@ -73,7 +74,10 @@ def test_no_module_imports_a_higher_layer():
 # (rehearse prepares gsm8k, converts the tiny model, prints the logs report and reads step lines with its
 # parser; diagnose reads the last step line with that parser). Anything both need otherwise lives in a lower
 # layer (recipe/, core/): rehearse once reached into check/ for a helper.
-FEATURE_USES = {("rehearse", "data"), ("rehearse", "logs"), ("rehearse", "convert"), ("diagnose", "logs")}
+FEATURE_USES = {("rehearse", "data"), ("rehearse", "logs"), ("rehearse", "convert"), ("diagnose", "logs"),
+                # supervise decides from diagnose's answer, checks and syncs checkpoints, reads step lines; a
+                # rehearsal runs its training under supervise (rehearse --supervise)
+                ("supervise", "diagnose"), ("supervise", "ckpt"), ("supervise", "logs"), ("rehearse", "supervise")}
 
 
 def feature_imports(module: str, source: str, is_package: bool = False) -> set:
@@ -88,6 +92,57 @@ def test_a_feature_uses_another_only_as_a_step_of_its_own():
     # the checker can fail: rehearse reaching into check's helpers
     assert feature_imports("verl_ascend.rehearse.rehearsal", "from verl_ascend.check.bridge import importable\n") \
         == {("rehearse", "check")}
+
+
+def import_cycles(modules) -> list:
+    """Sets of modules that import each other in a circle (function-level imports included). ``modules``:
+    (name, source, is_package). An import of a module's own parent package is not an edge: Python runs a
+    package's ``__init__`` before any of its modules, whoever imports them, so it cannot close a circle of ours."""
+    sources = {m: (src, pkg) for m, src, pkg in modules}
+    graph = {}
+    for name, (src, pkg) in sources.items():
+        ancestors = {".".join(name.split(".")[:k]) for k in range(1, name.count(".") + 1)}
+        graph[name] = {t for t in imported(name, src, pkg) if t in sources and t != name and t not in ancestors}
+    index, low, stack, on_stack, found = {}, {}, [], set(), []
+
+    def visit(node):  # Tarjan: each strongly connected set of more than one module is a circle
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for other in sorted(graph[node]):
+            if other not in index:
+                visit(other)
+                low[node] = min(low[node], low[other])
+            elif other in on_stack:
+                low[node] = min(low[node], index[other])
+        if low[node] == index[node]:
+            members = set()
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                members.add(member)
+                if member == node:
+                    break
+            if len(members) > 1:
+                found.append(sorted(members))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def test_no_import_cycle_anywhere_in_the_package():
+    assert import_cycles(all_modules()) == []
+    # the check can fail: the circle rehearse/ once had (cluster -> inloop -> multinode -> cluster), in small
+    circle = [("verl_ascend.rehearse.a", "import verl_ascend.rehearse.b\n", False),
+              ("verl_ascend.rehearse.b", "def f():\n    from verl_ascend.rehearse.c import x\n", False),
+              ("verl_ascend.rehearse.c", "from .a import y\n", False)]
+    assert import_cycles(circle) == [["verl_ascend.rehearse.a", "verl_ascend.rehearse.b", "verl_ascend.rehearse.c"]]
+    # a module importing its own package's siblings through the package is not a circle
+    assert import_cycles([("verl_ascend.check", "from .report import run\n", True),
+                          ("verl_ascend.check.report", "from . import rules\n", False),
+                          ("verl_ascend.check.rules", "", False)]) == []
 
 
 def test_the_layer_check_catches_an_upward_import():

@@ -69,7 +69,7 @@ def test_module_functions_are_wrapped_as_before():
 
 
 def test_type_name_scope_keeps_static_and_class_methods_and_wraps_once():
-    from verl_ascend.rehearse.mcore import host
+    from verl_ascend.rehearse.loop.mcore import host
 
     class Optimizer:  # megatron's DistributedOptimizer holds a staticmethod among its type checks
         @staticmethod
@@ -96,7 +96,7 @@ def test_type_name_scope_keeps_static_and_class_methods_and_wraps_once():
 
 def test_megatron_torch_norm_new_stays_a_staticmethod_and_takes_sequence_parallel():
     torch_norm = pytest.importorskip("megatron.core.transformer.torch_norm")
-    from verl_ascend.rehearse.mcore import fixes
+    from verl_ascend.rehearse.loop.mcore import fixes
 
     cls = torch_norm.WrappedTorchNorm
     stock = cls.__dict__["__new__"]
@@ -120,7 +120,7 @@ def test_verl_engine_registry_lookup_stays_a_classmethod_and_says_the_engine_onc
     base = pytest.importorskip("verl.workers.engine.base")
     if not hasattr(base, "EngineRegistry"):
         pytest.skip("this verl has no EngineRegistry")
-    from verl_ascend.rehearse import inloop
+    from verl_ascend.rehearse.loop import report as inloop
 
     class Registry(base.EngineRegistry):  # verl's lookup, inherited, over an engine table of its own
         _engines = {}

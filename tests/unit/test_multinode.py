@@ -5,7 +5,8 @@ The runs themselves (two Ray nodes, per-node disks, sync, resume, faults) are te
 
 import pytest
 
-from verl_ascend.rehearse import cluster, multinode, nodeshell
+from verl_ascend.rehearse.run import cluster, nodeshell
+from verl_ascend.rehearse.verdict import nodes as multinode
 
 pytestmark = pytest.mark.verl_agnostic
 
@@ -52,7 +53,7 @@ def test_the_local_ssh_takes_ssh_arguments_and_refuses_a_host_that_is_not_a_node
         nodeshell.argv_for("/out/nodes", [], nodes, ["-o", "X=1", "10.9.9.9", "true"])
     assert nodeshell.main(["--nodes-dir", "/out/nodes", "--node", "10.1.2.3=0", "10.9.9.9", "true"]) == 255
     ssh = nodeshell.ssh_command("/out/nodes", ["/out/checkpoints"], nodes)
-    assert "-m verl_ascend.rehearse.nodeshell" in ssh and "--node 127.9.8.2=1" in ssh
+    assert "-m verl_ascend.rehearse.run.nodeshell" in ssh and "--node 127.9.8.2=1" in ssh
 
 
 def test_the_node_verdict_fails_a_node_whose_processes_lack_the_drivers_settings_or_never_reported():
@@ -70,4 +71,6 @@ def test_the_node_verdict_fails_a_node_whose_processes_lack_the_drivers_settings
 
 def test_settings_reported_leave_out_the_runs_mark_and_values_with_spaces():
     env = {"VERL_ASCEND": "1", "VERL_ASCEND_REHEARSE_RUN": "train-1", "VERL_ASCEND_X": "a b", "OTHER": "1"}
-    assert multinode.settings_of(env) == {"VERL_ASCEND": "1"}
+    from verl_ascend.rehearse.loop.report import settings_of
+
+    assert settings_of(env) == {"VERL_ASCEND": "1"}

@@ -5,7 +5,7 @@ from importlib.metadata import version
 import pytest
 from omegaconf import OmegaConf
 
-from verl_ascend.rehearse import layout
+from verl_ascend.rehearse.plan import layout
 
 ARR = "actor_rollout_ref"
 FIELDS = {"num_layers_in_first_pipeline_stage", "num_layers_in_last_pipeline_stage", "recompute_num_layers",
@@ -145,6 +145,6 @@ def _compose(config_name, overrides):
     ("ppo_trainer", [], "fsdp"),
 ])
 def test_the_engine_is_the_one_verl_composes(config_name, overrides, engine):
-    from verl_ascend.rehearse.plan import engine_of
+    from verl_ascend.rehearse.plan.overrides import engine_of
 
     assert engine_of(_compose(config_name, overrides)) == engine

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from verl_ascend.rehearse import assets
+from verl_ascend.rehearse.plan import assets
 
 pytestmark = pytest.mark.verl_agnostic  # reads a config.json or the built-in facts; no verl
 

@@ -11,7 +11,7 @@ def test_fused_experts_equal_what_from_pretrained_builds(tmp_path):
     from safetensors.torch import load_file
     from transformers import AutoConfig, AutoModelForCausalLM
 
-    from verl_ascend.rehearse.hf_rollout import fuse_experts
+    from verl_ascend.rehearse.loop.hf_rollout import fuse_experts
 
     config = AutoConfig.for_model("qwen3_moe", num_hidden_layers=2, hidden_size=32, num_attention_heads=2,
                                   num_key_value_heads=1, head_dim=16, intermediate_size=64, moe_intermediate_size=16,

@@ -2,7 +2,7 @@
 
 import importlib.util
 
-from verl_ascend.rehearse import reward
+from verl_ascend.rehearse.plan import reward
 
 
 def _load(tmp_path, filtered=False):

@@ -3,7 +3,8 @@
 import pytest
 from omegaconf import OmegaConf
 
-from verl_ascend.rehearse import engine, layout, plan
+from verl_ascend.rehearse.plan import engine, layout
+from verl_ascend.rehearse.plan import overrides as plan
 
 pytestmark = pytest.mark.verl_agnostic  # plan and rehearsal decide this from the override strings alone
 
@@ -15,11 +16,13 @@ LAYOUT = layout.Layout(roles={}, layers=2, real_layers=28, nproc=2, moe=False, o
                        changes=[])
 
 
+CALLS = []  # what the conversion step was asked to do (the real one is run/steps.convert_tiny_model)
+
+
 @pytest.fixture
-def converted(monkeypatch):
-    calls = []
-    monkeypatch.setattr(engine, "convert_tiny_model", lambda model, output: calls.append((str(model), output)))
-    return calls
+def converted():
+    CALLS.clear()
+    return CALLS
 
 
 # the composed config's bridge choice, as the shipped recipes make it (mbridge: every test environment has it)
@@ -27,7 +30,8 @@ CFG = OmegaConf.create({"actor_rollout_ref": {"actor": {"megatron": {"vanilla_mb
 
 
 def _weights(tmp_path, overrides, given=()):
-    m = engine._megatron(CFG, overrides + list(given), LAYOUT, tmp_path / "model", tmp_path / "mcore", given=given)
+    m = engine._megatron(CFG, overrides + list(given), LAYOUT, tmp_path / "model", tmp_path / "mcore", given=given,
+                         convert=lambda model, output: CALLS.append((str(model), output)))
     _, changes = plan._megatron_overrides(m, 2)
     return m, " | ".join(changes)
 

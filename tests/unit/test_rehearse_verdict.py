@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from verl_ascend.rehearse import verdict
+from verl_ascend.rehearse.verdict import checks as verdict
 
 pytestmark = pytest.mark.verl_agnostic
 

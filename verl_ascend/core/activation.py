@@ -30,18 +30,18 @@ PATCHES = {
     "mindspeed": ("verl_ascend.patches.mindspeed", ("verl",)),
     "rollout_order": ("verl_ascend.patches.rollout_order", (
         "verl.experimental.agent_loop.agent_loop", "verl.single_controller.ray.base")),
-    # CPU-only fixes of `verl-ascend rehearse`, inert elsewhere (verl_ascend/rehearse/runtime.py)
-    "rehearse_platform": ("verl_ascend.rehearse.runtime", ("verl",)),
-    "rehearse_backend": ("verl_ascend.rehearse.runtime", ("torch.distributed",)),
-    "rehearse_offload": ("verl_ascend.rehearse.runtime", ("torch.distributed.fsdp._fully_shard._fsdp_api",)),
-    "rehearse_rollout": ("verl_ascend.rehearse.runtime", ("verl.workers.rollout",)),
-    "rehearse_value_head": ("verl_ascend.rehearse.runtime", ("verl.utils.model",)),
-    "rehearse_report": ("verl_ascend.rehearse.runtime", (
+    # CPU-only fixes of `verl-ascend rehearse`, inert elsewhere (verl_ascend/rehearse/loop/runtime.py)
+    "rehearse_platform": ("verl_ascend.rehearse.loop.runtime", ("verl",)),
+    "rehearse_backend": ("verl_ascend.rehearse.loop.runtime", ("torch.distributed",)),
+    "rehearse_offload": ("verl_ascend.rehearse.loop.runtime", ("torch.distributed.fsdp._fully_shard._fsdp_api",)),
+    "rehearse_rollout": ("verl_ascend.rehearse.loop.runtime", ("verl.workers.rollout",)),
+    "rehearse_value_head": ("verl_ascend.rehearse.loop.runtime", ("verl.utils.model",)),
+    "rehearse_report": ("verl_ascend.rehearse.loop.runtime", (
         "verl.experimental.agent_loop.agent_loop", "verl.utils.checkpoint.megatron_checkpoint_manager",
         "verl.utils.checkpoint.fsdp_checkpoint_manager", "verl.workers.engine.base",
         "megatron.core.transformer.transformer_block")),
-    # ... and the ones verl's Megatron engine needs on a CPU host (verl_ascend/rehearse/mcore/)
-    "rehearse_mcore_cuda": ("verl_ascend.rehearse.mcore", (
+    # ... and the ones verl's Megatron engine needs on a CPU host (verl_ascend/rehearse/loop/mcore/)
+    "rehearse_mcore_cuda": ("verl_ascend.rehearse.loop.mcore", (
         "megatron.core.tensor_parallel.layers", "megatron.core.tensor_parallel.mappings",
         "megatron.core.models.common.embeddings.rotary_pos_embedding",
         "megatron.core.models.common.language_module.language_module",
@@ -53,14 +53,14 @@ PATCHES = {
         "megatron.core.transformer.moe.router", "megatron.core.transformer.moe.experts",
         "megatron.core.transformer.moe.token_dispatcher", "megatron.core.transformer.moe.moe_utils",
         "megatron.core.transformer.moe.shared_experts")),
-    "rehearse_mcore_rng": ("verl_ascend.rehearse.mcore", ("megatron.core.tensor_parallel.random",)),
-    "rehearse_mcore_spec": ("verl_ascend.rehearse.mcore", ("mbridge.core.llm_bridge", "mbridge.core.bridge")),
-    "rehearse_mcore_attention": ("verl_ascend.rehearse.mcore", ("megatron.core.transformer.dot_product_attention",)),
-    "rehearse_mcore_optimizer": ("verl_ascend.rehearse.mcore", (
+    "rehearse_mcore_rng": ("verl_ascend.rehearse.loop.mcore", ("megatron.core.tensor_parallel.random",)),
+    "rehearse_mcore_spec": ("verl_ascend.rehearse.loop.mcore", ("mbridge.core.llm_bridge", "mbridge.core.bridge")),
+    "rehearse_mcore_attention": ("verl_ascend.rehearse.loop.mcore", ("megatron.core.transformer.dot_product_attention",)),
+    "rehearse_mcore_optimizer": ("verl_ascend.rehearse.loop.mcore", (
         "megatron.core.optimizer.distrib_optimizer", "megatron.core.optimizer.optimizer",
         "megatron.core.optimizer.clip_grads")),
-    "rehearse_mcore_norm": ("verl_ascend.rehearse.mcore", ("megatron.core.transformer.torch_norm",)),
-    "rehearse_mcore_moe": ("verl_ascend.rehearse.mcore", ("megatron.core.transformer.moe.moe_utils",
+    "rehearse_mcore_norm": ("verl_ascend.rehearse.loop.mcore", ("megatron.core.transformer.torch_norm",)),
+    "rehearse_mcore_moe": ("verl_ascend.rehearse.loop.mcore", ("megatron.core.transformer.moe.moe_utils",
                                                          "megatron.core.transformer.moe.token_dispatcher")),
 }
 

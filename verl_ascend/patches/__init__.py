@@ -23,7 +23,7 @@ In the TaskRunner:
 Where generation batches are split across rollout workers (driver / TaskRunner):
     rollout_order     verl.experimental.agent_loop.agent_loop, verl.single_controller.ray.base
                       tiled rollout dispatch, verl's interleaved order on the output
-Only in a `verl-ascend rehearse` run (VERL_ASCEND_REHEARSE=1; verl_ascend/rehearse/runtime.py):
+Only in a `verl-ascend rehearse` run (VERL_ASCEND_REHEARSE=1; verl_ascend/rehearse/loop/runtime.py):
     rehearse_platform, rehearse_backend, rehearse_offload, rehearse_rollout, rehearse_value_head,
     rehearse_report   CPU platform, gloo back-end string, FSDP2 offload without pinning, the `hf`
                       rollout, a critic's value model with sdpa, the loop's own line on the rollout

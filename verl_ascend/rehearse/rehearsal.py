@@ -1,8 +1,9 @@
 """A recipe's real main_ppo loop, tiny, on this machine's CPU: what ``verl-ascend rehearse`` runs.
 
-``run(options)`` reads the recipe in the sandbox of ``check``, scales it down (:mod:`.assets`,
-:mod:`.plan`), runs main_ppo twice through :mod:`.runner` (train to a checkpoint, then resume) and
-prints the ``logs`` report of the run.
+``run(options)`` reads the recipe in the sandbox of ``check``, scales it down (``plan/``), runs main_ppo
+twice (``run/``: train to a checkpoint, then resume; the steps before and between), judges what the runs
+proved (``verdict/``) and prints the ``logs`` report of the run. What runs inside verl's processes is
+``loop/``; the processes themselves are the process layer's (``verl_ascend/proc``).
 """
 
 import importlib.util
@@ -16,13 +17,16 @@ import time
 from pathlib import Path
 
 from verl_ascend.core import findings, outfiles
+from verl_ascend.core.settings import REHEARSE as ENV
+from verl_ascend.proc import guard
+from verl_ascend.proc.marks import describe
 from verl_ascend.recipe.layout import node_shape
-from verl_ascend.rehearse import data as data_mod
-from verl_ascend.rehearse import engine
-from verl_ascend.rehearse import plan as plan_mod
-from verl_ascend.rehearse import reward as reward_mod
-from verl_ascend.rehearse.engine import CPU_RUN, ConvertFailed
-from verl_ascend.rehearse.runtime import ENV
+from verl_ascend.rehearse.plan import data as data_mod
+from verl_ascend.rehearse.plan import engine
+from verl_ascend.rehearse.plan import overrides as plan_mod
+from verl_ascend.rehearse.plan import reward as reward_mod
+from verl_ascend.rehearse.plan.engine import CPU_RUN, ConvertFailed
+from verl_ascend.rehearse.run import trainer as runner
 
 TRAINER = "verl.trainer.main_ppo"
 DAPO_TRAINER = "recipe.dapo.main_dapo"  # verl's DAPO recipe, run from a verl source tree (VERL_SRC)
@@ -158,11 +162,9 @@ def run(options) -> int:
     if bad_env:
         raise RehearseError(f"--env {bad_env[0]!r} is not NAME=VALUE. Fix: e.g. --env MODEL_PATH=/models/Qwen2.5-7B")
     if options.nnodes > 1 or options.no_sync or options.fault:
-        from verl_ascend.rehearse.runner import namespace_prefix
-
         if options.nnodes < 2:
             raise RehearseError("--no-sync and --fault worker-node act on a multi-node rehearsal. Fix: add --nnodes 2")
-        if not namespace_prefix():
+        if not runner.namespace_prefix():
             raise RehearseError("--nnodes needs Linux namespaces (util-linux unshare: a PID namespace for the run, a "
                                 "mount namespace per node), which this host refuses (Docker without CAP_SYS_ADMIN, "
                                 "kernel.unprivileged_userns_clone=0). Fix: run it on a host or container that allows "
@@ -208,21 +210,26 @@ def run(options) -> int:
     work = Path(tempfile.mkdtemp(prefix="va-rh-"))  # short: Ray's socket paths must stay < 108 bytes
     options.keep_model = options.keep_model or options.plan  # a plan's commands.txt names the model: it stays
     model_dir = out / "model" if options.keep_model else work / "model"
-    from verl_ascend.rehearse import reaper
-
     try:
-        # a stop signal raises reaper.Stopped here: whatever runs (the converter, a main_ppo) is ended on the way out
-        with reaper.stop_signals_raise():
+        # a stop signal raises guard.Stopped here: whatever runs (the converter, a main_ppo, a node's ckpt check) is
+        # ended on the way out, each by its own run's handle (run/trainer.py)
+        with guard.stop_signals_raise():
             return _rehearse(options, recipe, launch, out, ckpt_dir, work, model_dir, started, cfg)
-    except reaper.Stopped as stop:
-        print(f"verl-ascend rehearse: {stop}; the run was ended (nothing of it is left running)", file=sys.stderr)
+    except guard.Stopped as stop:
+        # a look at every process this rehearsal started, by the mark they all carry, before saying what is left
+        left = sorted(set(getattr(stop, "survivors", [])) | set(runner.left_running()))
+        if left:
+            print(f"verl-ascend rehearse: {stop}; processes of the run outlived its ending: {describe(left)}",
+                  file=sys.stderr)
+            return 1
+        print(f"verl-ascend rehearse: {stop}; the run was ended (looked: nothing of it is left running)", file=sys.stderr)
         return 128 + stop.signum
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
 
 def _rehearse(options, recipe, launch, out, ckpt_dir, work, model_dir, started, cfg) -> int:
-    from verl_ascend.rehearse import assets
+    from verl_ascend.rehearse.plan import assets
 
     nproc, steps = options.nproc, options.steps
     nnodes = options.nnodes
@@ -250,8 +257,10 @@ def _rehearse(options, recipe, launch, out, ckpt_dir, work, model_dir, started, 
     if layout is not None:
         try:
             mcore_dir = out / "model_mcore" if options.keep_model else work / "mcore"
+            from verl_ascend.rehearse.run import steps as steps_mod
+
             megatron = engine._megatron(cfg, overrides, layout, model_dir, mcore_dir, given=options.overrides,
-                                        mindspeed=mindspeed)
+                                        mindspeed=mindspeed, convert=steps_mod.convert_tiny_model)
         except ConvertFailed as exc:
             print(f"verl-ascend rehearse: {exc}", file=sys.stderr)
             return 1
@@ -289,11 +298,9 @@ def _rehearse(options, recipe, launch, out, ckpt_dir, work, model_dir, started, 
         argv.append(f"--config-path={launch.config_path}")
     base = the_plan.overrides + given_weights
     env = child_env(launch.env, megatron)
-    from verl_ascend.rehearse import runner
-
     cluster = None
     if nnodes > 1:
-        from verl_ascend.rehearse import multinode
+        from verl_ascend.rehearse.run import multinode
 
         cluster = multinode.prepare(nnodes, nproc, out, ckpt_dir, ray_tmp, fault=options.fault or "")
         argv = cluster.prefix() + argv
@@ -314,11 +321,11 @@ def _rehearse(options, recipe, launch, out, ckpt_dir, work, model_dir, started, 
         where = f"{nnodes} Ray nodes x {nproc}" if nnodes > 1 else str(nproc)
         print(f"rehearse: {label}: {trainer} to step {last_step} on {where} CPU rank(s); log {log}; Ray in {ray_tmp}",
               flush=True)
-        spaces = []
+        spaces, left = [], []
         code, seen, error = runner.run(argv + overrides_run + [f"hydra.run.dir={out / 'hydra'}"], env, run_cwd, log,
-                                       options.timeout, label, said=said, namespace=spaces)
+                                       options.timeout, label, said=said, namespace=spaces, left=left)
         logs.append(log)
-        if spaces and spaces[0]:
+        if spaces and spaces[0] and not left:  # left: what a look at /proc after its end found still alive
             print(f"rehearse: {label}: {trainer} ran in PID namespace {spaces[0]} (its processes carry "
                   f"{runner.MARK}={spaces[1]}); every process in it ended with it", flush=True)
         if code != 0 or error:
@@ -340,7 +347,8 @@ def _rehearse(options, recipe, launch, out, ckpt_dir, work, model_dir, started, 
         print(f"verl-ascend rehearse: no checkpoint global_step_{steps} in {ckpt_dir}", file=sys.stderr)
         return 1
     _print_logs_table(logs, out)
-    from verl_ascend.rehearse import verdict
+    from verl_ascend.rehearse.verdict import checks as verdict
+    from verl_ascend.rehearse.verdict import nodes as verdict_nodes
 
     checks = verdict.judge(logs[0], logs[1], steps, plan_mod.is_true(overrides, "actor_rollout_ref.actor.use_kl_loss"))
     print(verdict.summary(checks))
@@ -349,7 +357,9 @@ def _rehearse(options, recipe, launch, out, ckpt_dir, work, model_dir, started, 
           "  nothing: no process of the loop reported (is verl-ascend installed in main_ppo's environment?)")
     bad = verdict.failed(checks)
     if cluster is not None:
-        crossed, lines = multinode.settings_crossed(said, multinode.settings_of(env), cluster.hosts)
+        from verl_ascend.rehearse.loop.report import settings_of
+
+        crossed, lines = verdict_nodes.settings_crossed(said, settings_of(env), cluster.hosts)
         print("what reached each node, as its processes said it:\n" + "\n".join(f"  {line}" for line in lines))
         if not crossed:
             bad.append(verdict.Check("settings on every node", False, "a node's processes lack the driver's settings"))

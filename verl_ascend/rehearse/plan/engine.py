@@ -1,18 +1,16 @@
 """How a Megatron recipe runs in the rehearsal: the engine verl composes, the scaled layout, the converted weights.
 
 :func:`compose` composes the recipe's config as ``check`` does (the ``model_engine`` group, the config
-name and ``actor.strategy`` decide the engine: :func:`verl_ascend.rehearse.plan.engine_of`);
-:func:`megatron_layout` scales it (:mod:`.layout`); :func:`_megatron` converts the tiny model with our
-converter and picks the bridge.
+name and ``actor.strategy`` decide the engine: :func:`.overrides.engine_of`);
+:func:`megatron_layout` scales it (:mod:`.layout`); :func:`_megatron` picks the bridge and where the converted
+tiny model goes (the conversion itself is a step of the run: ``run/steps.py``).
 """
 
 import os
-import sys
 from pathlib import Path
 
 from verl_ascend.core import megatron_path, platform
-from verl_ascend.rehearse import plan as plan_mod
-from verl_ascend.rehearse.runtime import ENV
+from verl_ascend.rehearse.plan import overrides as plan_mod
 
 # A CPU run even on an Ascend node: torch does not load torch_npu by itself and the NPU patches stand aside
 # (gloo, not HCCL; MindSpeed's adaptor still imports torch_npu, as it does on the node).
@@ -57,12 +55,13 @@ def check_bridge(cfg) -> tuple:
     return module, package, how
 
 
-def _megatron(cfg, overrides, layout, model_dir: Path, mcore_dir: Path, given=(), mindspeed: str = ""):
+def _megatron(cfg, overrides, layout, model_dir: Path, mcore_dir: Path, given=(), mindspeed: str = "", convert=None):
     """How the Megatron recipe runs here: the scaled layout, initial weights (converted), the recipe's bridge.
 
     ``given``: the user's own ``--override`` items; where they name every loading role's
     ``dist_checkpointing_path`` and each path is on this machine, those weights are used and nothing is
-    converted (a path of the cluster's, absent here, is replaced like the recipe's own)."""
+    converted (a path of the cluster's, absent here, is replaced like the recipe's own). ``convert(model_dir,
+    output)`` makes the dist checkpoint (``run/steps.convert_tiny_model``)."""
     module, _, how = check_bridge(cfg)
     loading = [role for role in plan_mod.ROLES
                if plan_mod.is_true(overrides, f"actor_rollout_ref.{role}.megatron.use_dist_checkpointing")]
@@ -71,7 +70,7 @@ def _megatron(cfg, overrides, layout, model_dir: Path, mcore_dir: Path, given=()
                                    or ""))}
     dist_ckpt = str(mcore_dir) if loading and set(loading) - named else ""
     if dist_ckpt:
-        convert_tiny_model(model_dir, dist_ckpt)
+        convert(model_dir, dist_ckpt)
     return plan_mod.Megatron(layout=layout, dist_ckpt=dist_ckpt, weights_given=bool(loading) and not dist_ckpt,
                              bridge=f"{module} ({how})", ref_own_transformer_config=_ref_own(overrides),
                              mindspeed=mindspeed)
@@ -98,7 +97,7 @@ def compose(launch, overrides):
 
 def megatron_layout(cfg, overrides, nproc: int, real: dict, mindspeed: str):
     """The recipe's Megatron layout scaled to ``nproc`` ranks and the fewest tiny-model layers it needs."""
-    from verl_ascend.rehearse import assets, layout
+    from verl_ascend.rehearse.plan import assets, layout
 
     experts = assets.tiny_experts(real)["num_experts"] if assets.is_moe(real) else 0
     fields = None if mindspeed else megatron_path.transformer_config_fields()
@@ -122,18 +121,3 @@ def mindspeed_here() -> str:
         return ""
     # a source checkout on PYTHONPATH (how MindSpeed is installed) has no installed-package record
     return platform.installed_version("mindspeed") or "of unrecorded version"
-
-
-def convert_tiny_model(model_dir: Path, output: str) -> None:
-    """The tiny HF model -> a Megatron dist checkpoint, by our converter, in its own process (as a user runs it)."""
-    import subprocess
-
-    print(f"rehearse: converting the tiny model to a Megatron dist checkpoint (verl-ascend convert) -> {output} ...",
-          flush=True)
-    env = {k: v for k, v in os.environ.items() if k != ENV}
-    env.update(OMP_NUM_THREADS="1", HF_HUB_OFFLINE="1", **CPU_RUN)
-    proc = subprocess.run([sys.executable, "-m", "verl_ascend", "convert", "--hf_model_path", str(model_dir),
-                           "--output_path", output], env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True)
-    if proc.returncode != 0:
-        tail = (proc.stderr or proc.stdout).strip().splitlines()[-5:]
-        raise ConvertFailed(f"verl-ascend convert of the tiny model failed (exit {proc.returncode}): " + " | ".join(tail))

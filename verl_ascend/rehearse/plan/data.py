@@ -3,7 +3,7 @@
 import os
 from pathlib import Path
 
-from verl_ascend.rehearse import plan as plan_mod
+from verl_ascend.rehearse.plan import overrides as plan_mod
 
 
 def _files(value) -> list:

@@ -1,6 +1,6 @@
 """``ssh`` to a node of a multi-node rehearsal: what ``ckpt sync --ssh`` and the per-node ``ckpt check`` use.
 
-``python -m verl_ascend.rehearse.nodeshell --nodes-dir D --node-local PATH... --node HOST=K... [ssh options]
+``python -m verl_ascend.rehearse.run.nodeshell --nodes-dir D --node-local PATH... --node HOST=K... [ssh options]
 [user@]HOST COMMAND...`` takes the arguments ssh takes (as rsync's ``-e`` and ``ckpt sync`` pass them: ``-o``,
 ``-p``, ``-l`` with a value, other flags alone), and runs COMMAND with ``sh -c`` in node K's view: a mount
 namespace of its own (util-linux ``unshare --mount``; with ``--user --map-root-user`` when not root) in which
@@ -13,6 +13,8 @@ not a node of the rehearsal exits 255, ssh's own "could not connect".
 import os
 import shlex
 import sys
+
+from verl_ascend.rehearse.run.nodes import node_copy
 
 UNREACHABLE = 255
 _WITH_VALUE = {"-o", "-p", "-l", "-i", "-F", "-J", "-b", "-c", "-m", "-E", "-S", "-W", "-w", "-D", "-L", "-R"}
@@ -31,8 +33,6 @@ def argv_for(nodes_dir: str, node_local: list, nodes: dict, ssh_args: list) -> l
     if host not in nodes:
         raise LookupError(f"{host} is not a node of this rehearsal (its nodes: {', '.join(sorted(nodes))})")
     index = nodes[host]
-    from verl_ascend.rehearse.cluster import node_copy
-
     binds = [shlex.join(["mount", "--bind", str(node_copy(nodes_dir, index, p)), p]) for p in node_local]
     command = " ".join(args) or "exec sh"
     prefix = ["unshare"] + ([] if os.geteuid() == 0 else ["--user", "--map-root-user"])
@@ -42,7 +42,7 @@ def argv_for(nodes_dir: str, node_local: list, nodes: dict, ssh_args: list) -> l
 
 def ssh_command(nodes_dir: str, node_local: list, nodes: dict) -> str:
     """The ``--ssh`` value that reaches the nodes through this module."""
-    parts = [sys.executable, "-m", "verl_ascend.rehearse.nodeshell", "--nodes-dir", nodes_dir]
+    parts = [sys.executable, "-m", "verl_ascend.rehearse.run.nodeshell", "--nodes-dir", nodes_dir]
     for path in node_local:
         parts += ["--node-local", path]
     for host, index in sorted(nodes.items(), key=lambda kv: kv[1]):

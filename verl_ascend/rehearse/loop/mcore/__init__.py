@@ -23,13 +23,13 @@ sites, never a process-wide rewrite of torch):
     rehearse_mcore_norm       transformer/torch_norm.py     sequence parallel on the torch norm
     rehearse_mcore_moe        transformer/moe/moe_utils.py, the router GEMM's missing no-TE name; the
                               token_dispatcher.py           alltoall split sizes as numpy from the host
-What the rehearsal sets instead of patching (a config key exists): ``vanilla_mbridge=True`` when
-the recipe leaves it at verl 0.9's default and Megatron-Bridge is not installed,
-``use_remove_padding=False`` (local attention has no packed-sequence path),
+What the rehearsal sets instead of patching (a config key exists): never the bridge (the recipe's
+``vanilla_mbridge`` choice is run as it is, or the rehearsal exits 2 naming the missing package:
+``plan/engine.check_bridge``), ``use_remove_padding=False`` (local attention has no packed-sequence path),
 ``override_transformer_config.masked_softmax_fusion=False`` (its CUDA kernel is picked for some
 shapes only, so a 1-step run could pass by luck), for MoE models ``persist_layer_norm``,
 ``moe_grouped_gemm``, ``bias_activation_fusion``, ``bias_dropout_fusion`` = False (mbridge turns on
-kernels a CPU lacks; plan.MOE_KERNELS), ``TORCHDYNAMO_DISABLE=1`` (inductor compiles
+kernels a CPU lacks; plan/overrides.MOE_KERNELS), ``TORCHDYNAMO_DISABLE=1`` (inductor compiles
 verl's entropy helper for ~40 CPU-s per process).
 Upstream: none; megatron-core has no CPU training path. The three fallback bugs are megatron-core's
 ``moe_utils.te_general_gemm`` left undefined without TE (any TE-less MoE run of 0.16.1 hits it),
@@ -39,7 +39,7 @@ Remove when: megatron-core runs on CPU (or the rehearsal stops running Megatron)
 """
 
 from verl_ascend.core.registry import Patch
-from verl_ascend.rehearse.runtime import NOT_REHEARSAL, in_rehearsal
+from verl_ascend.rehearse.loop.runtime import NOT_REHEARSAL, in_rehearsal
 
 from . import fixes, host
 

@@ -163,7 +163,7 @@ class HFServerAdapter(BaseRollout):
         rank = torch.distributed.get_rank() if torch.distributed.is_initialized() else 0
         self.replica_rank, self.leader = rank // per_replica, rank % per_replica == 0
         self._server = None
-        from .inloop import say_patches_once
+        from .report import say_patches_once
 
         say_patches_once(f"actor rank {rank}")
 

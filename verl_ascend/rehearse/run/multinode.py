@@ -9,9 +9,8 @@ commands and their own code paths (only the transport is local, :mod:`.nodeshell
 3. ``verl-ascend ckpt sync`` between the nodes (skipped with ``--no-sync``), then ``ckpt check`` again;
 4. the resume runs from what the nodes then hold.
 
-And it reads what crossed to the other nodes: each process of the loop says its node, device, platform and
-``VERL_ASCEND*`` settings (``inloop.say_node``); every node must hold the driver's settings, which only the
-job's runtime env carries there.
+Each step runs as a run of its own (``trainer.step``: marked, in its PID namespace, ended with ``rehearse``).
+What crossed to the other nodes is judged in ``verdict/nodes.py``.
 """
 
 import dataclasses
@@ -22,9 +21,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from verl_ascend.rehearse import nodeshell
-
-NODE_LINE = re.compile(r"^node (\S+): (.+?): device (\S+), platform (\S+); settings ?(.*)$")
+from verl_ascend.core import runlog
+from verl_ascend.rehearse.run import nodes, nodeshell, trainer
 
 
 @dataclasses.dataclass
@@ -38,20 +36,16 @@ class Cluster:
 
     @property
     def hosts(self) -> list:
-        from verl_ascend.rehearse.cluster import node_ip
-
-        return [node_ip(i, self.head_ip, self.subnet) for i in range(self.nnodes)]
+        return [nodes.node_ip(i, self.head_ip, self.subnet) for i in range(self.nnodes)]
 
     def node_copy(self, index: int, path) -> Path:
-        from verl_ascend.rehearse.cluster import node_copy
-
-        return node_copy(self.nodes_dir, index, path)
+        return nodes.node_copy(self.nodes_dir, index, path)
 
     def ssh(self) -> str:
         return nodeshell.ssh_command(str(self.nodes_dir), self.node_local, {h: i for i, h in enumerate(self.hosts)})
 
     def prefix(self) -> list:
-        return [sys.executable, "-m", "verl_ascend.rehearse.cluster", str(self.spec_path), "--"]
+        return [sys.executable, "-m", "verl_ascend.rehearse.run.cluster", str(self.spec_path), "--"]
 
 
 def head_address() -> str:
@@ -63,14 +57,12 @@ def head_address() -> str:
 
 def prepare(nnodes: int, nproc: int, out: Path, ckpt_dir: Path, ray_tmp: str, fault: str = "") -> Cluster:
     """The spec :mod:`.cluster` reads (it makes the node folders and the mount points it binds them over)."""
-    from verl_ascend.rehearse.reaper import MARK
-
     nodes_dir = out / "nodes"
     node_local = [str(ckpt_dir), ray_tmp]
     head_ip = head_address()
     subnet = f"127.{random.randint(1, 254)}.{random.randint(0, 255)}"  # two rehearsals on a host never share one
     spec = {"subnet": subnet, "nnodes": nnodes, "gpus_per_node": nproc, "cpus_per_node": 16, "ray_tmp": ray_tmp, "head_ip": head_ip,
-            "node_local": node_local, "nodes_dir": str(nodes_dir), "log_dir": str(out), "node_keeps": [MARK],
+            "node_local": node_local, "nodes_dir": str(nodes_dir), "log_dir": str(out), "node_keeps": [runlog.REHEARSE_MARK],
             "fault": fault}
     spec_path = out / "cluster.json"  # commands.txt names it: it outlives the run's temp folder
     spec_path.write_text(json.dumps(spec, indent=1))
@@ -108,18 +100,16 @@ def list_files(cluster: Cluster, ckpt_dir: Path, out: Path, when: str) -> dict:
 
 
 def _cli(*args, timeout=900) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "verl_ascend", *args], capture_output=True, text=True,
-                          timeout=timeout)
+    return trainer.step([sys.executable, "-m", "verl_ascend", *args], args[0] + "-" + args[1], timeout)
 
 
 def check_each(cluster: Cluster, ckpt_dir: Path, when: str) -> list:
     """``ckpt check`` run on each node, in its own view; [(exit code, what it said first)] per node."""
     results = []
     for index, host in enumerate(cluster.hosts):
-        proc = subprocess.run(nodeshell.argv_for(str(cluster.nodes_dir), cluster.node_local,
-                                                 {host: index}, [host, sys.executable, "-m", "verl_ascend", "ckpt",
-                                                                 "check", str(ckpt_dir)]),
-                              capture_output=True, text=True, timeout=900)
+        proc = trainer.step(nodeshell.argv_for(str(cluster.nodes_dir), cluster.node_local,
+                                               {host: index}, [host, sys.executable, "-m", "verl_ascend", "ckpt",
+                                                               "check", str(ckpt_dir)]), f"ckpt-check-node{index}", 900)
         said = [line.strip() for line in (proc.stdout + proc.stderr).splitlines() if line.strip()]
         first = next((line for line in said if re.match(r"(error|warning|ERROR|WARNING)\b", line)), said[0] if said else "")
         print(f"rehearse: {when}: ckpt check on node {index} ({host}): exit {proc.returncode}"
@@ -138,52 +128,6 @@ def sync(cluster: Cluster, ckpt_dir: Path) -> tuple:
     for line in text.splitlines()[-12:]:
         print(f"  {line}", flush=True)
     return proc.returncode, text
-
-
-def per_node(said: list) -> dict:
-    """{node address: {role: (device, platform, settings dict)}} from the loop's own lines."""
-    nodes = {}
-    for line in said:
-        match = NODE_LINE.match(line)
-        if match:
-            ip, role, device, platform, settings = match.groups()
-            pairs = dict(item.split("=", 1) for item in settings.split() if "=" in item)
-            nodes.setdefault(ip, {})[role] = (device, platform, pairs)
-    return nodes
-
-
-def settings_crossed(said: list, driver: dict, hosts: list) -> tuple:
-    """(ok, lines): every node reported a process, and each holds exactly the driver's VERL_ASCEND* settings; under
-    each process, the patch states it reported (inloop.say_patches_once says both, one after the other)."""
-    nodes, lines, ok = per_node(said), [], True
-    # "patches in <role>: ..." (the runner leaves the pid out); a role is one process per run (actor rank k, the
-    # TaskRunner), and the rehearsal keeps each distinct line once, so a role's states are the same on every node
-    patches = dict(line[len("patches in "):].split(": ", 1) for line in said
-                   if line.startswith("patches in ") and ": " in line)
-    for index, host in enumerate(hosts):
-        roles = nodes.get(host, {})
-        if not roles:
-            ok = False
-            lines.append(f"FAIL node {index} ({host}): no process of the loop reported from it")
-            continue
-        for role, (device, platform, settings) in sorted(roles.items()):
-            differ = sorted(k for k in set(settings) | set(driver) if settings.get(k) != driver.get(k))
-            ok = ok and not differ
-            lines.append(f"{'ok  ' if not differ else 'FAIL'} node {index} ({host}) {role}: device {device}, platform "
-                         f"{platform}, {len(settings)} VERL_ASCEND* setting(s)"
-                         + (f" differ from the driver's: {', '.join(differ)}" if differ else " = the driver's"))
-            if role in patches:
-                lines.append(f"       patches there: {patches[role]}")
-    return ok, lines
-
-
-def settings_of(environ) -> dict:
-    """The ``VERL_ASCEND*`` settings a process holds (what ray_runtime_env forwards), as ``inloop.node_line``
-    reports them: the run's mark and values with spaces left out."""
-    from verl_ascend.patches.ray_runtime_env import forwarded
-    from verl_ascend.rehearse.reaper import MARK
-
-    return {k: v for k, v in forwarded(environ).items() if k != MARK and " " not in v}
 
 
 def between_runs(cluster: Cluster, ckpt_dir: Path, out: Path, copy: bool = True) -> str:

@@ -44,7 +44,7 @@ def source_config(model_path: str) -> tuple:
         data = json.loads(config.read_text())
         return data.get("text_config", data) | {k: v for k, v in data.items() if k in ("model_type", "architectures")}, \
             f"config.json at {config}"
-    from ..recipe.model_facts import lookup
+    from verl_ascend.recipe.model_facts import lookup
 
     facts, why = lookup(str(model_path))
     if facts is None:

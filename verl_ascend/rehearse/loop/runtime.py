@@ -146,7 +146,7 @@ def _rollout_probe(module):
     return None
 
 
-HF_MODULE = "verl_ascend.rehearse.hf_rollout"
+HF_MODULE = "verl_ascend.rehearse.loop.hf_rollout"
 
 
 def _load_replica():
@@ -166,7 +166,7 @@ def _rollout_apply(module):
 
 
 def _report_apply(module):
-    from .inloop import watch_checkpoints, watch_engines, watch_manager, watch_models
+    from .report import watch_checkpoints, watch_engines, watch_manager, watch_models
 
     if module.__name__ == MODEL_BLOCK:
         return watch_models(module)

@@ -7,7 +7,7 @@ process: device ``cpu``, back-end ``gloo``, and Ray resource ``GPU`` so that ver
 check (which counts only GPU/NPU) and its placement bundles line up with the logical GPUs the
 rehearsal starts Ray with. torch's CPU build ignores the ``CUDA_VISIBLE_DEVICES`` Ray sets.
 
-Imported by :mod:`verl_ascend.rehearse.runtime` once ``verl.plugin.platform`` is loaded; it
+Imported by :mod:`verl_ascend.rehearse.loop.runtime` once ``verl.plugin.platform`` is loaded; it
 imports torch and verl, so never at interpreter start.
 """
 

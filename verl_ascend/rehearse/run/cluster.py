@@ -1,6 +1,6 @@
 """The Ray cluster of a multi-node rehearsal (``rehearse --nnodes N``), on this machine, for one trainer run.
 
-``python -m verl_ascend.rehearse.cluster SPEC.json -- TRAINER ARGV...`` runs as the first process of the
+``python -m verl_ascend.rehearse.run.cluster SPEC.json -- TRAINER ARGV...`` runs as the first process of the
 run's PID namespace (:mod:`.runner` puts it there): when it ends, for any reason, the kernel ends every node
 with it. It starts the nodes, waits for them, runs the trainer against them and exits with its code.
 
@@ -36,22 +36,19 @@ import time
 from pathlib import Path
 from typing import NamedTuple
 
-from verl_ascend.rehearse.inloop import say
-from verl_ascend.rehearse.runner import OWN_ERROR, namespace_of
+from verl_ascend.core import runlog
+from verl_ascend.proc.namespace import namespace_of
+from verl_ascend.rehearse.run.nodes import binds, node_ip, node_name
 
 WORKER_PORTS = 48  # Ray workers a node may start (the run needs ~10 per node)
 NODE_WAIT = 300  # seconds for every node to register with the head (a loaded 2-core host: ~10-40 s)
-FAULT_TRIGGER = "rollout dispatch"  # the TaskRunner's first-dispatch line (inloop.py): the loop is mid-step
+FAULT_TRIGGER = runlog.DISPATCH  # the TaskRunner's first-dispatch line (loop/report.py): the loop is mid-step
+OWN_ERROR = runlog.OWN_ERROR
 
 
-def node_ip(index: int, head_ip: str = "", subnet: str = "127.0.0") -> str:
-    """The head keeps this machine's own address (Ray's drivers find their node by it, as a cluster's driver on the
-    head does); worker node k gets SUBNET.(k+1) on the loopback (all of 127/8 is this machine's)."""
-    return head_ip if index == 0 else f"{subnet}.{index + 1}"
-
-
-def node_name(index: int) -> str:
-    return "head" if index == 0 else f"worker node {index}"
+def say(text: str) -> None:
+    """A line of the rehearsal's own in the run's console, in the words the loop's processes use."""
+    print(f"{runlog.PREFIX} {text}", flush=True)
 
 
 def _ephemeral_start() -> int:
@@ -105,23 +102,6 @@ def start_argv(index: int, spec: dict, head_ip: str, head_port: int) -> list:
     return argv
 
 
-def node_copy(nodes_dir, index: int, path) -> Path:
-    """Where node ``index``'s own copy of the node-local ``path`` lives, seen from outside the nodes."""
-    return Path(nodes_dir) / f"node{index}" / Path(path).name
-
-
-def binds(index: int, spec: dict) -> list:
-    """``mount --bind`` commands that give node ``index`` its own folder at each node-local path (both made here
-    when missing, before the first run and when commands.txt runs this again after the temp folder is gone)."""
-    cmds = []
-    for target in spec["node_local"]:
-        source = node_copy(spec["nodes_dir"], index, target)
-        source.mkdir(parents=True, exist_ok=True)
-        Path(target).mkdir(parents=True, exist_ok=True)
-        cmds.append(["mount", "--bind", str(source), target])
-    return cmds
-
-
 def in_node_view(index: int, spec: dict, argv: list) -> list:
     """``argv`` run in a mount namespace of its own where node ``index``'s folders cover the node-local paths."""
     import shlex
@@ -170,7 +150,7 @@ def wait_for_nodes(address: str, count: int, gpus_per_node: int, procs: list, lo
 def main(argv=None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if "--" not in argv or argv.index("--") != 1:
-        print("usage: python -m verl_ascend.rehearse.cluster SPEC.json -- TRAINER ARGV...", file=sys.stderr)
+        print("usage: python -m verl_ascend.rehearse.run.cluster SPEC.json -- TRAINER ARGV...", file=sys.stderr)
         return 2
     spec = json.loads(Path(argv[0]).read_text())
     trainer = argv[2:]
@@ -214,6 +194,12 @@ def main(argv=None) -> int:
         if fault is not None:
             fault.saw(line)
     code = driver.wait()
+    if spec.get("fault") and (fault is None or fault.killed is None):
+        # a fault asked for and never planted: the run proved nothing of it, whatever its exit code
+        why = (f"the trainer's output never showed the loop's first rollout ({FAULT_TRIGGER.strip()!r}), which "
+               f"plants it; the trainer exited {code}" if fault is not None else f"it needs >= 2 nodes, not {count}")
+        print(f"{OWN_ERROR}the planted fault --fault {spec['fault']} never fired: {why}", flush=True)
+        return 1
     if fault is not None and fault.killed is not None:
         with fault.lock:
             if not fault.verdict:
@@ -269,7 +255,7 @@ class Fault:
                     else f"Ray had not marked it dead {self.NO_VERDICT} s later; " if ended else "")
         tail = (f"the trainer was still running {self.GRACE} s after that, so the rehearsal ended it (on a cluster "
                 "it would wait on)" if ended else "the trainer failed on it")
-        self.verdict = (f"node {self.index} (worker node {self.index}, {self.ip}) died mid-step: it lost power at "
+        self.verdict = (f"node {self.index} (worker node {self.index}, {self.ip}) {runlog.NODE_DIED}: it lost power at "
                         f"{self.killed.wall}; {ray_said}its processes died with it: {self.killed.died}; {tail}")
 
 
@@ -309,7 +295,7 @@ def kill_node(index: int, proc, ip: str) -> Killed:
         except ProcessLookupError:
             pass
     died = ", ".join(f"{name} x{n}" if n > 1 else name for name, n in sorted(names.items()))
-    say(f"fault planted: node {index} (worker node {index}, {ip}) lost power: {len(pids)} process(es) killed: {died}")
+    say(f"{runlog.FAULT_PLANTED}node {index} (worker node {index}, {ip}) lost power: {len(pids)} process(es) killed: {died}")
     return Killed(time.monotonic(), died, datetime.datetime.now().isoformat(sep=" ", timespec="milliseconds"))
 
 

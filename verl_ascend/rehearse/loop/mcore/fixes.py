@@ -1,4 +1,4 @@
-"""The rehearsal's Megatron fixes other than device names (see :mod:`verl_ascend.rehearse.mcore`).
+"""The rehearsal's Megatron fixes other than device names (see :mod:`verl_ascend.rehearse.loop.mcore`).
 
 Each function takes the module it adapts, changes as little of it as it can and returns the
 detail line ``verl-ascend status`` shows.

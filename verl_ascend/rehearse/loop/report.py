@@ -12,15 +12,16 @@ their stdout, which Ray forwards into the run's console log with the process's n
   dispatch itself);
 - each process that says anything also lists every patch's state in that process.
 
-Lines start with :data:`PREFIX`; ``runner`` shows them live and the rehearsal's summary repeats them.
+Lines start with :data:`PREFIX` (``core.runlog``); ``run/trainer.py`` shows them live and the rehearsal's summary repeats them.
 """
 
 import os
 import time
 
+from verl_ascend.core import runlog
 from verl_ascend.core.registry import APPLIED, INACTIVE, summarize
 
-PREFIX = "verl-ascend rehearse:"
+PREFIX = runlog.PREFIX
 _said = set()
 
 
@@ -69,10 +70,7 @@ def node_line(role: str, environ=os.environ) -> str:
         platform = type(get_platform()).__name__
     except Exception:
         platform = "?"
-    from verl_ascend.rehearse.multinode import settings_of
-
-    settings = " ".join(f"{k}={v}" for k, v in sorted(settings_of(environ).items()))
-    return f"node {ip}: {role}: device {device}, platform {platform}; settings {settings}"
+    return runlog.node_line(ip, role, device, platform, settings_of(environ))
 
 
 def say_node(role: str) -> None:
@@ -105,10 +103,10 @@ def rollout_order_verdict(manager, base_class) -> str:
         if "TQ" in owner.__name__ or ".v1." in owner.__module__:
             why += ("; on the trainer.use_v1 TransferQueue path each prompt goes once to an agent-loop worker, "
                     "which spawns its n samples itself, and results are keyed by uid: no positional order to tile")
-        return f"rollout dispatch {called}: rollout_order not applicable on this path: {why}"
+        return f"{runlog.DISPATCH}{called}: rollout_order not applicable on this path: {why}"
     if state == APPLIED:
-        return f"rollout dispatch {called}: rollout_order applied on this path: {detail}"
-    return f"rollout dispatch {called}: rollout_order {state}: {detail}"
+        return f"{runlog.DISPATCH}{called}: rollout_order applied on this path: {detail}"
+    return f"{runlog.DISPATCH}{called}: rollout_order {state}: {detail}"
 
 
 def _announcing(bound, verdict: str):
@@ -269,3 +267,11 @@ def watch_models(transformer_block) -> str:
     if not wrap(transformer_block.TransformerBlock, "__init__", "rehearse_report", make):
         return "TransformerBlock already watched"
     return "TransformerBlock says each rank's pipeline stage, layers and experts"
+
+
+def settings_of(environ) -> dict:
+    """The ``VERL_ASCEND*`` settings a process holds (what ray_runtime_env forwards), as :func:`node_line`
+    reports them: the run's mark and values with spaces left out."""
+    from verl_ascend.patches.ray_runtime_env import forwarded
+
+    return {k: v for k, v in forwarded(environ).items() if k not in runlog.MARKS and " " not in v}

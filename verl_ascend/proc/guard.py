@@ -1,0 +1,122 @@
+"""Ending a run when its owner (``rehearse``, ``supervise``) is stopped or killed.
+
+A run in its own PID namespace (:mod:`.namespace`) ends with its first process. What ends that process, or a
+run without a namespace, when the owner is the one that dies:
+
+- SIGTERM / SIGINT / SIGHUP (``kill``, ``timeout``, a CI cancel, Ctrl-C, a closed terminal): within
+  :class:`stop_signals_raise` the signal becomes :class:`Stopped`, the owner ends the run on its way out, then
+  exits 128 + the signal's number.
+- SIGKILL (the OOM killer, ``kill -9``): nothing of the owner runs any more, so the kernel does it. The
+  command is started with the parent-death signal SIGKILL (``prctl(PR_SET_PDEATHSIG)``, :func:`die_with_parent`;
+  kept across ``execve``, and across ``unshare(CLONE_NEWUSER)``, which leaves the effective uid as it is);
+  ``unshare --kill-child`` gives the namespace's first process the same, and its death ends the namespace. The
+  signal follows the *thread* that started the command: start it from the thread that owns the run.
+- No namespace (Docker without CAP_SYS_ADMIN, hosts that restrict user namespaces): every process of the run
+  carries its mark (:mod:`.marks`), and a guard process (:func:`start_guard`), started in its own session
+  without the mark, holds the read end of a pipe that only the owner writes to: when the owner dies by any
+  means the pipe reads end-of-file and the guard ends every process with the mark, then exits.
+"""
+
+import ctypes
+import os
+import signal
+import subprocess
+import sys
+
+PR_SET_PDEATHSIG = 1
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+
+
+class Stopped(BaseException):
+    """The owner got a stop signal (a BaseException, like KeyboardInterrupt: nothing catches it by accident)."""
+
+    def __init__(self, signum: int):
+        super().__init__(f"stopped by {signal.Signals(signum).name}")
+        self.signum = signum
+
+
+def _raise_stopped(signum, _frame):
+    raise Stopped(signum)
+
+
+class stop_signals_raise:
+    """Within the block, SIGTERM/SIGINT/SIGHUP raise :class:`Stopped` (main thread only; elsewhere a no-op)."""
+
+    def __enter__(self):
+        self.saved = {}
+        if threading_main():
+            for sig in STOP_SIGNALS:
+                self.saved[sig] = signal.signal(sig, _raise_stopped)
+        return self
+
+    def __exit__(self, *exc):
+        for sig, handler in self.saved.items():
+            signal.signal(sig, handler)
+        return False
+
+
+def threading_main() -> bool:
+    import threading
+
+    return threading.current_thread() is threading.main_thread()
+
+
+def die_with_parent(parent: int):
+    """A ``preexec_fn``: the child gets SIGKILL when the thread that started it ends (and at once if it already has)."""
+
+    def preexec():
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        if os.getppid() != parent:  # the parent died between fork and prctl
+            os._exit(137)
+
+    return preexec
+
+
+def start_guard(mark):
+    """The guard of a run without a namespace (``mark``: a :class:`.marks.Mark`): returns the pipe's write end
+    (close it when the run is over; the guard then ends what still carries the mark, and exits)."""
+    read_end, write_end = os.pipe()
+    env = {k: v for k, v in os.environ.items() if k != mark.var}
+    env["PYTHONNOUSERSITE"] = "1"
+    subprocess.Popen([sys.executable, "-S", "-c", _GUARD, str(mark)], stdin=read_end, env=env, close_fds=True,
+                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    os.close(read_end)
+    os.set_inheritable(write_end, False)
+    return write_end
+
+
+# The guard itself: no site (-S), so not even verl-ascend's .pth runs in it. It waits for end-of-file on
+# stdin, then ends the run's processes by the mark (argv[1], VAR=value) with the rounds of marks.end_marked.
+_GUARD = """
+import os, signal, sys, time
+for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+    signal.signal(sig, signal.SIG_IGN)
+while os.read(0, 4096):
+    pass
+wanted = sys.argv[1].encode()
+def alive():
+    found = []
+    for name in os.listdir('/proc'):
+        if name.isdigit() and int(name) != os.getpid():
+            try:
+                with open('/proc/' + name + '/environ', 'rb') as f:
+                    if wanted in f.read().split(b'\\0'):
+                        found.append(int(name))
+            except OSError:
+                pass
+    return found
+deadline = time.monotonic() + 120
+sent = set()
+while time.monotonic() < deadline:
+    pids = alive()
+    if not pids:
+        break
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGKILL if pid in sent else signal.SIGTERM)
+        except OSError:
+            pass
+        sent.add(pid)
+    time.sleep(2)
+"""
