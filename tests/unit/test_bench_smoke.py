@@ -18,7 +18,8 @@ BENCHES = sorted(p.name for p in (ROOT / "bench").glob("*.py"))
 PRINTS = {
     "ckpt_check_completeness.py": "errors name:", "ckpt_check_speed.py": "findings:",
     "ckpt_validation.py": "targets at", "convert_memory.py": "smoke: the bench ran", "diagnose_speed.py": "findings:",
-    "import_overhead.py": "paired runs", "rehearse_engines.py": "outputs in", "rollout_balance.py": "rho sweep",
+    "import_overhead.py": "paired runs", "logs_compare.py": "compare over parse:",
+    "rehearse_engines.py": "outputs in", "rollout_balance.py": "rho sweep",
 }
 
 
