@@ -168,7 +168,7 @@ def _change(v) -> str:
     if kind == "below":
         return f"mean {_g(v.value)}"
     if kind == "report":
-        return f"x{_g(v.judged)}"
+        return f"x{_g(v.judged)}" + (f" (A2/H100 {v.band.reference:g})" if v.band.reference is not None else "")
     return f"{v.delta:+.4g}"
 
 

@@ -79,8 +79,8 @@ def _draw_panel(ax, key, mine, base, runs, window):
     for v in mine[:1]:
         bx, by = xs, ys
         if v.band.stat == "last" and v.steps:  # judged at one step: the band there only
-            at = v.steps[-1]
-            bx, by = [at - 0.3, at + 0.3], [base.parsed.steps[at][v.key]] * 2
+            at, half = v.steps[-1], max(0.3, 0.01 * (max(base.parsed.steps) - min(base.parsed.steps)))
+            bx, by = [at - half, at + half], [base.parsed.steps[at][v.key]] * 2
         lo, hi = _band_edges(v, by)
         if bx and (lo or hi):
             ax.fill_between(bx, lo or by, hi or by, color="grey", alpha=0.3, linewidth=0, label=BAND_LABEL)
@@ -97,7 +97,9 @@ def _draw_panel(ax, key, mine, base, runs, window):
     first, last = window
     lo_x = first if first is not None else min(base.parsed.steps)
     hi_x = last if last is not None else max(base.parsed.steps)
-    ax.axvspan(lo_x - 0.5, hi_x + 0.5, color="tab:blue", alpha=0.06, label="window")
+    ax.axvspan(lo_x - 0.5, hi_x + 0.5, color="tab:blue", alpha=0.08, label="window")
+    for edge in (lo_x - 0.5, hi_x + 0.5):
+        ax.axvline(edge, color="tab:blue", linewidth=0.6, linestyle="--", alpha=0.6)
     title, colour = key, "black"
     if mine:
         states = [v.status for v in mine]
