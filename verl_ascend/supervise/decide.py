@@ -1,7 +1,8 @@
 """The decision table: a failure's family -> its retry class -> retry or stop, and the exit codes.
 
-Classes: ``transient`` (an event: a node or actor died, a collective timed out, a link dropped, a hang the first
-time) is retried; ``config``, ``data``, ``version``, ``resource`` stop at once with the diagnosis and its fix (a
+Classes (diagnose's, ``diagnose/families/retry.py``, and supervise's own): ``transient`` (an event: a node or
+actor died, a collective timed out, a link dropped, a hang the first time) is retried; ``config`` (data and paths
+included), ``resource``, ``environment`` (versions, CANN, devices) stop at once with the diagnosis and its fix (a
 restart runs into the same wall); ``unknown`` stops (``--retry-unknown``: one retry); ``health`` (a flag named
 by ``--stop-on``) stops. Over every class: the same failure twice with no checkpoint progress in between stops
 (a crash loop; nvidia-resiliency-ext's progress tracker, ``max_no_progress_cycles``, does this after 3 cycles,
@@ -12,8 +13,9 @@ import dataclasses
 
 from verl_ascend.diagnose import table
 
-TRANSIENT, CONFIG, DATA, VERSION, RESOURCE, UNKNOWN, HEALTH = (
-    "transient", "config", "data", "version", "resource", "unknown", "health")
+TRANSIENT, CONFIG, DATA, VERSION, RESOURCE, ENVIRONMENT, UNKNOWN, HEALTH = (
+    "transient", "config", "data", "version", "resource", "environment", "unknown", "health")
+STOP_CLASSES = (CONFIG, DATA, VERSION, RESOURCE, ENVIRONMENT)  # a restart runs into the same wall
 RETRY, STOP, GIVE_UP = "retry", "stop", "give_up"
 
 # Exit codes of `supervise`. 93 is nvidia-resiliency-ext's no-restart code (ft_launcher's progress tracker and
@@ -29,32 +31,35 @@ EXIT_CODES = {
                      "failure, an unknown one, a crash loop, a --stop-on flag); the report names the fix",
 }
 
-# The adapter from diagnose's families to retry classes, in this one place; a family diagnose marks with its own
-# retry_class (a Family attribute or the finding's details) wins over it.
-CLASS_OF = {
-    **dict.fromkeys(("ray_node_died", "ray_actor_died", "host_oom_killed", "peer_exited", "hccl_exec_timeout",
-                     "collective_timeout", "stream_sync_timeout", "hccl_connect_timeout", "roce_error_cqe",
-                     "hccl_call_failed", "npu_runtime", "hccp_busy", "port_in_use", "hccl_port_taken",
-                     "rendezvous_unreachable", "hang"), TRANSIENT),
-    **dict.fromkeys(("config_invalid", "cann_not_sourced", "model_path_invalid", "weight_bucket_too_small",
-                     "visible_devices_rewritten", "ray_started_with_gpus", "size_not_divisible", "tls_mismatch",
-                     "wrong_nic", "device_network", "mla_graph_heads", "tensor_not_contiguous",
-                     "tensor_device_mismatch", "op_unsupported", "inplace_grad", "rollout_long_tail",
-                     "ckpt_not_seen_on_resume"), CONFIG),
-    **dict.fromkeys(("data_path_missing", "state_dict_mismatch", "ckpt_missing_tensor", "ckpt_metadata_missing"), DATA),
-    **dict.fromkeys(("vllm_invalid_version", "mindspeed_too_old", "hccl_version_mismatch", "op_binary_missing",
-                     "acl_init_failed"), VERSION),
-    **dict.fromkeys(("thread_limit", "file_handles", "npu_not_visible", "ray_no_npu", "ray_unschedulable", "npu_oom"),
-                    RESOURCE),
-    **dict.fromkeys(("nan", "rollout_probs_diff", "reward_collapse", "response_length_collapse", "entropy_blowup",
-                     "memory_growth", "throughput_drop"), HEALTH),
+# The classes of diagnose's families are diagnose's (``families/retry.py``: each family's ``retry_class`` and its
+# reason); this table holds the families supervise adds itself, and answers for diagnose's own families only on a
+# diagnose older than its retry classes (the same words, so both give one answer).
+OWN = {"hang": TRANSIENT, "incomplete_exit": UNKNOWN,
+       **dict.fromkeys(("nan", "rollout_probs_diff", "reward_collapse", "response_length_collapse", "entropy_blowup",
+                        "memory_growth", "throughput_drop"), HEALTH)}
+FALLBACK = {
+    **dict.fromkeys(("ray_node_died", "ray_actor_died", "peer_exited", "hccl_exec_timeout", "collective_timeout",
+                     "stream_sync_timeout", "hccl_connect_timeout", "roce_error_cqe", "hccl_call_failed", "hccp_busy",
+                     "port_in_use", "hccl_port_taken", "rendezvous_unreachable"), TRANSIENT),
+    **dict.fromkeys(("config_invalid", "data_path_missing", "model_path_invalid", "state_dict_mismatch",
+                     "size_not_divisible", "weight_bucket_too_small", "visible_devices_rewritten", "wrong_nic",
+                     "mla_graph_heads", "tensor_not_contiguous", "tensor_device_mismatch", "op_unsupported",
+                     "inplace_grad", "rollout_long_tail", "ckpt_metadata_missing", "ckpt_not_seen_on_resume",
+                     "ckpt_missing_tensor"), CONFIG),
+    **dict.fromkeys(("thread_limit", "file_handles", "host_oom_killed", "ray_unschedulable", "npu_oom"), RESOURCE),
+    **dict.fromkeys(("cann_not_sourced", "ray_no_npu", "tls_mismatch", "device_network", "hccl_version_mismatch",
+                     "npu_not_visible", "vllm_invalid_version", "op_binary_missing", "acl_init_failed",
+                     "ray_started_with_gpus", "mindspeed_too_old"), ENVIRONMENT),
 }
 
 
 def retry_class(family: str, details: dict = None) -> str:
-    """The class of a family: diagnose's own word where it gives one, else the table above, else unknown."""
-    own = (details or {}).get("retry_class") or getattr(table.FAMILIES.get(family), "retry_class", None)
-    return own or CLASS_OF.get(family, UNKNOWN)
+    """The class of a family: supervise's own families from :data:`OWN`; diagnose's from the finding (``details``)
+    or the family itself; :data:`FALLBACK` on a diagnose without classes; else unknown."""
+    if family in OWN:
+        return OWN[family]
+    given = (details or {}).get("retry_class") or getattr(table.FAMILIES.get(family), "retry_class", None)
+    return given or FALLBACK.get(family, UNKNOWN)
 
 
 @dataclasses.dataclass
@@ -94,7 +99,7 @@ def decide(failure: Failure, earlier=(), tracker_now=None, restarts_done: int = 
     checkpoint step now."""
     cls = failure.retry_class
     fix = f"; fix: {failure.fix}" if failure.fix else ""
-    if cls in (CONFIG, DATA, VERSION, RESOURCE):
+    if cls in STOP_CLASSES:
         return Decision(STOP, f"{failure.family} is a {cls} failure: a restart runs into it again{fix}", EXIT_NO_REQUEUE)
     if cls == HEALTH:
         return Decision(STOP, f"{failure.family}: --stop-on names it{fix}", EXIT_NO_REQUEUE)

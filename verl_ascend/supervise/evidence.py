@@ -74,8 +74,18 @@ def _ptrace_scope():
         return None
 
 
+def is_python(pid: int) -> bool:
+    """Whether the process runs a Python interpreter (py-spy reads nothing else: unshare, raylet, gcs_server)."""
+    try:
+        return os.path.basename(os.readlink(f"/proc/{pid}/exe")).startswith("python")
+    except OSError:
+        return False
+
+
 def dump(pid: int, state: str, tool: str) -> dict:
     """{pid, ok, text, error} for one process's stacks."""
+    if not is_python(pid):
+        return {"pid": pid, "ok": False, "text": "", "error": "not a Python process"}
     argv = [tool, "dump", "--pid", str(pid)] + (["--nonblocking"] if state == "T" else [])
     try:
         got = subprocess.run(argv, capture_output=True, text=True, timeout=DUMP_TIMEOUT, stdin=subprocess.DEVNULL)

@@ -79,6 +79,24 @@ def _pid_start(pid: int):
     return evidence.proc_state(pid).get("start")
 
 
+class _Started:
+    """An attempt this supervisor started (``proc.launch.Run``), behind the handle the loop watches."""
+
+    def __init__(self, run: proc_launch.Run):
+        self.run, self.mark, self.pid = run, run.mark, run.proc.pid
+
+    def poll(self):
+        return self.run.proc.poll()
+
+    def pids(self):
+        return self.run.pids()
+
+    def end(self):
+        survivors = self.run.end()
+        self.run.release_guard()
+        return survivors
+
+
 class _Attached:
     """An attempt a previous supervisor started that still lives: watched through its marked processes."""
 
@@ -137,7 +155,7 @@ class Supervisor:
         self.report.attempts.append(attempt)
         self.report.write()
         _say(f"attempt {number} started (pid {run.proc.pid}, {mark}); console {log}")
-        return attempt, run
+        return attempt, _Started(run)
 
     def watch(self, attempt: R.Attempt, handle):
         """Watch until a detector fires or the attempt ends; returns (failure finding or None, snapshot)."""
@@ -238,18 +256,19 @@ class Supervisor:
 
     # -- after a failure ----------------------------------------------------------------------------------
     def diagnose(self, attempt, found):
-        """(family, fix) of the failure: diagnose's first failure in the attempt's console, else the detector's."""
+        """(family, fix, diagnose's retry class or None) of the failure: diagnose's first failure in the attempt's
+        console, else the detector's own family."""
         own = found.details.get("family")
         if found.code in ("hang", "incomplete_exit") or found.code in detect.HEALTH_CODES:
-            return own, found.fix
+            return own, found.fix, None
         from verl_ascend.diagnose import report as dreport
         from verl_ascend.diagnose import scan
 
         result = dreport.build(scan.scan([attempt.log]))
-        first = (result.first_failure or {}).get("family")
-        fam = first or (result.findings[0].code if result.findings else own) or "unrecognised_failure"
+        first = result.first_failure or {}
+        fam = first.get("family") or (result.findings[0].code if result.findings else own) or "unrecognised_failure"
         fix = next((f.fix for f in result.findings if f.code == fam), found.fix)
-        return fam, fix
+        return fam, fix, first.get("retry_class") if first.get("family") == fam else None
 
     def conclude(self, attempt, handle, found, snap) -> D.Decision:
         attempt.detected_at = time.time()
@@ -261,8 +280,8 @@ class Supervisor:
             attempt.evidence = folder
             for line in got["summary"]:
                 _say(f"evidence: {line}")
-        family, fix = self.diagnose(attempt, found)
-        cls = D.retry_class(family, found.details)
+        family, fix, given = self.diagnose(attempt, found)
+        cls = D.retry_class(family, {"retry_class": given})
         attempt.family, attempt.retry_class, attempt.fix = family, cls, fix
         earlier = [{"family": a.family, "retry_class": a.retry_class, "tracker": a.tracker}
                    for a in self.report.attempts[:-1] if a.family]
@@ -279,8 +298,6 @@ class Supervisor:
 
     def finish_attempt(self, attempt, handle, snap):
         survivors = handle.end() if handle is not None else []
-        if hasattr(handle, "release_guard"):
-            handle.release_guard()
         if snap.exit_code is None:
             snap.exit_code = handle.poll() if handle is not None else None
         attempt.ended, attempt.exit_code = time.time(), snap.exit_code
@@ -361,12 +378,12 @@ def supervise(argv, env=None, cwd=None, options: Options = None, **kwargs) -> R.
     env = dict(os.environ if env is None else env)
     cwd = cwd or os.getcwd()
     launch.check(argv, {})  # no command: refused before anything is read
-    _check_run_dir(options.run_dir)
-    settings = dict(options.settings) if options.settings is not None else launch.facts(argv, env, cwd)
-    launch.check(argv, settings)
     for name in options.stop_on:
         if name not in detect.HEALTH_CODES:
             raise launch.BadCommand(f"--stop-on {name}: not a health flag; choose from {', '.join(detect.HEALTH_CODES)}")
+    _check_run_dir(options.run_dir)
+    settings = dict(options.settings) if options.settings is not None else launch.facts(argv, env, cwd)
+    launch.check(argv, settings)
     return Supervisor(argv, env, cwd, options, settings).loop()
 
 
