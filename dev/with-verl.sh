@@ -217,9 +217,12 @@ for v in "${versions[@]}"; do
     fi
   ) 9>".venvs/verl-$v.lock"
   echo "== verl $v ($torch_spec${marker:+, only tests marked $marker}): $*"
-  # tests marked verl_agnostic run only where VERL_ASCEND_TEST_ENV_INDEX=0 (tests/conftest.py)
-  if ! PATH="$PWD/$venv/bin:$PATH" VIRTUAL_ENV="$PWD/$venv" VERL_ASCEND_TEST_ENV_INDEX=$index \
-       VERL_ASCEND_TEST_MARKER=$marker "$@"; then
+  # tests marked verl_agnostic run only where VERL_ASCEND_TEST_ENV_INDEX=0 (tests/conftest.py). Only a pytest
+  # command gets the two: every VERL_ASCEND* variable reaches Ray's workers (ray_runtime_env) and a rehearsal's
+  # settings line, where a user of README's first command would see test variables as if they were settings
+  test_vars=()
+  case " $* " in *pytest*) test_vars=(VERL_ASCEND_TEST_ENV_INDEX=$index VERL_ASCEND_TEST_MARKER=$marker) ;; esac
+  if ! env PATH="$PWD/$venv/bin:$PATH" VIRTUAL_ENV="$PWD/$venv" "${test_vars[@]}" "$@"; then
     echo "== verl $v: FAILED" >&2
     status=1
   fi

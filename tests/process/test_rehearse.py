@@ -56,6 +56,21 @@ def test_a_megatron_critic_or_a_reward_model_is_refused_naming_the_role_before_a
 
 
 @needs_09
+@pytest.mark.parametrize("engine", ["veomni", "torchtitan"])
+def test_an_engine_the_rehearsal_does_not_run_is_refused_by_name_not_planned_as_fsdp(tmp_path, engine):
+    # verl 0.9.1 composes model_engine=veomni / torchtitan (its model_engine/*.yaml): the composed actor.strategy
+    # names the engine; --plan once wrote actor.strategy=fsdp2 beside the recipe's model_engine=veomni, exit 0
+    wild = ROOT / "tests" / "fixtures" / "wild_recipes" / "hub_id_with_critic.sh"
+    proc = run_cli("rehearse", str(wild), "--plan", "--out", str(tmp_path / "out"), "--override",
+                   "algorithm.adv_estimator=grpo", "--override", f"model_engine={engine}", timeout=300)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert f"trains on verl's {engine} engine (actor_rollout_ref.actor.strategy={engine}, model_engine={engine})" \
+        in proc.stderr, proc.stderr
+    assert "megatron, fsdp, fsdp2" in proc.stderr and "Fix:" in proc.stderr
+    assert not (tmp_path / "out").exists()
+
+
+@needs_09
 def test_the_recipes_bridge_is_run_or_named_never_swapped(tmp_path):
     # the shipped recipe with verl's default bridge (Megatron-Bridge), which no environment here installs
     import importlib.util

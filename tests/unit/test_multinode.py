@@ -74,3 +74,19 @@ def test_settings_reported_leave_out_the_runs_mark_and_values_with_spaces():
     from verl_ascend.rehearse.loop.report import settings_of
 
     assert settings_of(env) == {"VERL_ASCEND": "1"}
+
+
+def test_a_fault_that_never_fired_fails_the_run_naming_it():
+    from types import SimpleNamespace
+
+    # asked for, and the trainer ended without the trigger line: exit 1 whatever the trainer's code, named
+    code, verdict = cluster.outcome("worker-node", SimpleNamespace(killed=None, verdict=""), 0, 2)
+    assert code == 1 and "--fault worker-node never fired" in verdict and "'rollout dispatch'" in verdict, verdict
+    assert "the trainer exited 0" in verdict
+    code, verdict = cluster.outcome("worker-node", None, 0, 1)  # no worker node to kill
+    assert code == 1 and "never fired" in verdict and "1 node(s)" in verdict, verdict
+    # planted: the fault's own verdict; not asked: the trainer's code, no verdict
+    fired = SimpleNamespace(killed=object(), verdict="node 1 (worker node 1, 127.1.2.2) died mid-step: ...")
+    assert cluster.outcome("worker-node", fired, 0, 2) == (1, fired.verdict)
+    assert cluster.outcome("", None, 0, 2) == (0, "")
+    assert cluster.outcome("", None, 3, 2) == (3, "")

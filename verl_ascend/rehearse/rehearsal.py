@@ -74,14 +74,28 @@ def unsupported_roles(cfg) -> list:
     from omegaconf import OmegaConf
 
     roles = []
-    if needs_critic(cfg) and OmegaConf.select(cfg, "critic.strategy", default="") == "megatron":
-        roles.append(f"a Megatron critic (critic.strategy=megatron; an FSDP critic is rehearsed, "
-                     f"algorithm.adv_estimator={OmegaConf.select(cfg, 'algorithm.adv_estimator')})")
+    critic = OmegaConf.select(cfg, "critic.strategy", default="") if needs_critic(cfg) else ""
+    if critic and critic not in ("fsdp", "fsdp2"):
+        roles.append(f"a {'Megatron' if critic == 'megatron' else critic} critic (critic.strategy={critic}; an FSDP "
+                     f"critic is rehearsed, algorithm.adv_estimator={OmegaConf.select(cfg, 'algorithm.adv_estimator')})")
     for key in ("reward.reward_model.enable", "reward_model.enable"):
         if OmegaConf.select(cfg, key, default=False) is True:
             roles.append(f"a reward model ({key}=True)")
             break
     return roles
+
+
+def unsupported_engine(recipe, strategy: str, cfg) -> str:
+    """The message for a recipe whose composed engine the rehearsal does not run (exit 2): never swapped for another."""
+    from omegaconf import OmegaConf
+
+    group = OmegaConf.select(cfg, "model_engine", default=None)
+    return (f"{recipe} trains on verl's {strategy or 'unnamed'} engine (actor_rollout_ref.actor.strategy="
+            f"{strategy or '(unset)'}" + (f", model_engine={group}" if group else "") + "); rehearse runs "
+            f"{', '.join(plan_mod.REHEARSED_ENGINES)} as themselves and will not plan this recipe as another engine. "
+            "Fix: rehearse it with an engine it runs (e.g. --override model_engine=dp for FSDP, or the "
+            "ppo_megatron_trainer config), knowing the result says nothing of that engine; `verl-ascend check` "
+            "reads the recipe as it is")
 
 
 def child_env(launch_env: dict, megatron=None) -> dict:
@@ -194,6 +208,9 @@ def run(options) -> int:
             engine.check_bridge(cfg)
     except engine.EngineError as exc:
         raise RehearseError(str(exc)) from None
+    strategy = plan_mod.engine_of(cfg)
+    if strategy not in plan_mod.REHEARSED_ENGINES:
+        raise RehearseError(unsupported_engine(recipe, strategy, cfg))
     roles = unsupported_roles(cfg)
     if roles:
         raise RehearseError(f"{recipe} runs {' and '.join(roles)}; rehearse scales the actor, its rollout, the "

@@ -43,6 +43,17 @@ COMMON = (
     (r"(reward\.reward_kwargs\.max_resp_len|reward\.reward_kwargs\.overlong_buffer_cfg\.len|"
      r"reward_model\.overlong_buffer\.len)", "overlong shaping scaled to the rehearsal's response length"),
 )
+# Settings that exist only on an NPU, keyed by (key regex, value regex): each is switched off here and listed.
+# verl's NPU profiler (global_profiler.tool=npu; a role's profiler.tool=npu) builds verl/utils/profiler/mstx_profile.py,
+# which imports torch_npu at module level: every worker that builds a profiler died of it (verl 0.9.0's Ascend
+# example for Qwen3-30B-A3B sets it). With the tool off verl builds its no-op profiler; the recipe's profiler.enable
+# and tool_config.npu.* lines have nothing left to act on and are listed with it.
+NPU_PROFILER = "NPU profiler off (verl's npu profiler imports torch_npu; no CPU build)"
+NPU_ONLY = (
+    (r"global_profiler\.tool|.*\.profiler\.tool", r"['\"]?npu['\"]?", NPU_PROFILER),
+)
+# once the NPU profiler is off, the recipe's other profiler lines go with it (only then)
+NPU_PROFILER_REST = r"global_profiler\..*|.*\.profiler\..*"
 # DAPO's overlong reward shaping, scaled to the rehearsal's responses: (key, share of the response length)
 OVERLONG = {"reward.reward_kwargs.max_resp_len": 1.0, "reward.reward_kwargs.overlong_buffer_cfg.len": 0.25,
             "reward_model.overlong_buffer.len": 0.25}
@@ -67,6 +78,11 @@ ROLES = ("actor", "ref")
 # asserts against persist_layer_norm; GroupedMLP needs the grouped_gemm CUDA package (SequentialMLP holds the
 # same checkpoint layout, as our converter writes it); the bias fusions are CUDA-jitted. Same math without them.
 MOE_KERNELS = ("persist_layer_norm", "moe_grouped_gemm", "bias_activation_fusion", "bias_dropout_fusion")
+
+
+# The engines a rehearsal runs as themselves (verl 0.9.1 also composes veomni and torchtitan: model_engine/*.yaml);
+# any other is refused by name, never planned as one of these
+REHEARSED_ENGINES = ("megatron", "fsdp", "fsdp2")
 
 
 def engine_of(cfg) -> str:
@@ -160,6 +176,16 @@ def _megatron_overrides(m: Megatron, micro: int) -> tuple:
     return ours, changes
 
 
+def _npu_only(key: str, value, npu_profiler: bool):
+    """Why a recipe's NPU-only setting is switched off here (None when ``key=value`` is not one)."""
+    for key_re, value_re, reason in NPU_ONLY:
+        if re.fullmatch(key_re, key) and re.fullmatch(value_re, str(value)):
+            return reason
+    if npu_profiler and re.fullmatch(NPU_PROFILER_REST, key):
+        return NPU_PROFILER
+    return None
+
+
 def build(config_name: str, recipe_overrides: list, *, model_dir: str, train_file: str, val_file: str, nproc: int,
           steps: int, prompt_length: int, response_length: int, ckpt_dir: str, ray_tmp: str, n_resp: int,
           batch: int, reward_file: str = "", megatron: Megatron = None, critic: bool = False, nnodes: int = 1,
@@ -174,9 +200,11 @@ def build(config_name: str, recipe_overrides: list, *, model_dir: str, train_fil
     if not megatron and name == MEGATRON_CONFIG:
         name = "ppo_trainer"
         changes.append(f"config {config_name} -> {name} (engine Megatron -> FSDP2)")
+    npu_profiler = any(re.fullmatch(k, split(item)[1]) and re.fullmatch(v, str(split(item)[2]))
+                       for item in recipe_overrides for k, v, _ in NPU_ONLY)
     for item in recipe_overrides:
         prefix, key, value = split(item)
-        reason = replaced.get(key) or _reason(key, rules)
+        reason = replaced.get(key) or _npu_only(key, value, npu_profiler) or _reason(key, rules)
         if reason is None:
             kept.append(item)
             continue

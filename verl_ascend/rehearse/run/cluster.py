@@ -194,19 +194,29 @@ def main(argv=None) -> int:
         if fault is not None:
             fault.saw(line)
     code = driver.wait()
-    if spec.get("fault") and (fault is None or fault.killed is None):
-        # a fault asked for and never planted: the run proved nothing of it, whatever its exit code
-        why = (f"the trainer's output never showed the loop's first rollout ({FAULT_TRIGGER.strip()!r}), which "
-               f"plants it; the trainer exited {code}" if fault is not None else f"it needs >= 2 nodes, not {count}")
-        print(f"{OWN_ERROR}the planted fault --fault {spec['fault']} never fired: {why}", flush=True)
-        return 1
     if fault is not None and fault.killed is not None:
         with fault.lock:
             if not fault.verdict:
                 fault.judge(ended=False)
-        print(f"{OWN_ERROR}{fault.verdict}", flush=True)
-        return 1
+    code, verdict = outcome(spec.get("fault", ""), fault, code, count)
+    if verdict:
+        print(f"{OWN_ERROR}{verdict}", flush=True)
     return code
+
+
+def outcome(asked: str, fault, code: int, count: int) -> tuple:
+    """(exit code, the rehearsal's own verdict or '') of a trainer run that ended with ``code``.
+
+    A planted fault makes the run fail with the fault's verdict. A fault asked for that never fired fails it too,
+    naming the fault and why: an "ok" from such a run would claim a recovery nothing tested."""
+    if fault is not None and fault.killed is not None:
+        return 1, fault.verdict
+    if asked:
+        why = (f"the trainer's output never showed the loop's first rollout ({FAULT_TRIGGER.strip()!r}), which "
+               f"plants it; the trainer exited {code}" if fault is not None else
+               f"it needs a worker node, and this cluster has {count} node(s)")
+        return 1, f"the planted fault --fault {asked} never fired: {why}"
+    return code, ""
 
 
 class Fault:
