@@ -16,7 +16,7 @@ from verl_ascend.diagnose import anchors, scan, table
 
 pytestmark = pytest.mark.verl_agnostic
 FIXTURES = Path(__file__).parents[1] / "fixtures"
-CODES = re.compile("|".join(f"{c}(?:{p})" for c, p in table.SCAN_CODES.items()).encode())
+CODES = re.compile("|".join(f"{re.escape(c)}(?:{p})" for c, p in table.SCAN_CODES.items()).encode())
 ANCHORS = [a.encode() for a in table.SCAN_ANCHORS]
 
 

@@ -1,8 +1,9 @@
-"""`verl-ascend diagnose` on failure shapes collected from the public catalogues (tests/fixtures/diagnose/SOURCES.md),
+"""`verl-ascend diagnose` on failure shapes documented in the public catalogues (tests/fixtures/diagnose/SOURCES.md),
 and the generic fallback: a failed run is never "no failure".
 
-The fixtures under tests/fixtures/diagnose/public/ are our own logs in each documented shape; the family each
-must be named as is in SOURCES.md, which this file reads (so a fixture without a listed source fails here).
+The fixtures under tests/fixtures/diagnose/shapes/ are our own logs written in each documented shape (not public
+logs: the public excerpts are under public/); the family each must be named as is in SOURCES.md, which this file
+reads (so a fixture without a listed source fails here).
 """
 
 import json
@@ -16,8 +17,8 @@ from verl_ascend.diagnose import table
 
 pytestmark = pytest.mark.verl_agnostic
 FIX = Path(__file__).parents[1] / "fixtures" / "diagnose"
-PUBLIC = FIX / "public"
-ROW = re.compile(r"^\| `public/([\w.]+)` \| `(\w+)` \| (https://\S+) \|$")
+SHAPES = FIX / "shapes"
+ROW = re.compile(r"^\| `shapes/([\w.]+)` \| `(\w+)` \| (https://\S+) \|$")
 
 
 def sources():
@@ -44,7 +45,7 @@ FIX_WORDS = {
 
 
 def test_the_fresh_set_is_big_enough_and_every_file_is_listed():
-    on_disk = {p.name for p in PUBLIC.glob("*.log")} - {"healthy_shutdown.log"}
+    on_disk = {p.name for p in SHAPES.glob("*.log")}
     assert on_disk == set(SOURCES)
     assert len(SOURCES) >= 20
 
@@ -52,8 +53,8 @@ def test_the_fresh_set_is_big_enough_and_every_file_is_listed():
 @pytest.mark.parametrize("name", FAILURES)
 def test_public_shape_is_named_with_its_fix(name):
     family, url = SOURCES[name]
-    assert (PUBLIC / name).read_text().splitlines()[0] == f"# shape of: {url}"
-    result = diagnose(PUBLIC / name)
+    assert (SHAPES / name).read_text().splitlines()[0] == f"# shape of: {url}"
+    result = diagnose(SHAPES / name)
     assert result["exit_code"] == 1
     found = result["findings"][0]
     assert found["code"] == family, [f["code"] for f in result["findings"]]
@@ -75,24 +76,19 @@ def test_every_family_has_a_fixture_somewhere():
 
 
 def test_the_peer_that_exited_is_named_not_the_reporter(capsys):
-    result = diagnose(PUBLIC / "peer_heartbeat.log")
+    result = diagnose(SHAPES / "peer_heartbeat.log")
     f = result["findings"][0]
     assert f["details"]["culprit"] == {"node": "10.7.0.3", "device": 6, "reports": 1}
     assert f["where"]["node"] == "10.7.0.2"  # the line came from the waiting rank's log...
     assert result["first_failure"]["culprit"]["node"] == "10.7.0.3"  # ...the run is blamed on the peer
     assert any("Heartbeat Lost Occurred" in n for n in f["details"]["notes"])
-    code, out, err = cli_run(capsys, "diagnose", str(PUBLIC / "peer_heartbeat.log"))
+    code, out, err = cli_run(capsys, "diagnose", str(SHAPES / "peer_heartbeat.log"))
     assert code == 1 and "culprit: node 10.7.0.3, device 6" in out, out
 
 
 def test_error_cqe_names_the_other_end():
-    f = diagnose(PUBLIC / "error_cqe.log")["findings"][0]
-    assert f["details"]["values"]["peer"] == ["10.9.0.22/5"] and "EI0013" in f["details"]["codes"]
-
-
-def test_a_finished_run_with_shutdown_noise_is_clean(capsys):
-    code, out, err = cli_run(capsys, "diagnose", str(PUBLIC / "healthy_shutdown.log"), str(FIX / "noise.log"))
-    assert code == 0 and out.startswith("no known failure"), out
+    f = diagnose(SHAPES / "error_cqe.log")["findings"][0]
+    assert f["details"]["values"]["peer"] == ["10.9.0.22/5"] and "EI0013" in f["details"]["code_names"]
 
 
 # -- the generic fallback, one case per kind of failure line -------------------------------------------------------
@@ -143,10 +139,15 @@ def test_generic_fallback_per_failure_kind(tmp_path, name, lines, kind, raised_a
 def test_the_same_lines_at_warning_level_or_as_source_stay_quiet(tmp_path):
     log = tmp_path / "ok.log"
     log.write_text("WARNING 01-01 00:00:00 [x.py:1] ValueError: retrying\n"
-                   "    raise KeyError(name)\n"
                    "    except FileNotFoundError:\n"
                    "process exited with exit code 0\n")
     assert diagnose(log)["findings"] == []
+    # a traceback's `raise` line with no exception line after it is a traceback cut short: a failure (#46)
+    log.write_text("WARNING 01-01 00:00:00 [x.py:1] ValueError: retrying\n"
+                   '  File "/opt/app/x.py", line 3, in load\n'
+                   "    raise KeyError(name)\n")
+    found = diagnose(log)["findings"]
+    assert [f["code"] for f in found] == [table.UNRECOGNISED] and found[0]["where"]["line"] == 3
 
 
 def test_an_unexplained_exception_before_a_known_failure_is_kept_first(tmp_path):

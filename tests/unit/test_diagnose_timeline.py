@@ -149,7 +149,9 @@ def test_a_handled_error_before_the_real_failure_is_a_note_and_the_real_one_is_t
     assert "handled: " in out and "vllm._C" in out and "stopped after step 1" in out
     # without the steps after it, the same handled error is the failure the run did not survive
     log.write_text("".join(text[:start] + [HANDLED + "\n", HANDLED_EXC + "\n"]))
-    assert diagnose(log)["first_failure"]["text"].endswith("No module named 'vllm._C'")
+    result = diagnose(log)  # the ERROR line is the first failing line; the exception under it is quoted with it
+    assert result["first_failure"]["text"] == HANDLED, result["first_failure"]
+    assert result["findings"][0]["details"]["exception_line"]["text"].endswith("No module named 'vllm._C'")
 
 
 def test_a_non_zero_exit_after_the_end_fails_the_run(tmp_path):

@@ -33,7 +33,7 @@ FIX_WORDS = {
     "rendezvous_unreachable": "MASTER_ADDR", "file_handles": "ulimit -n 65536", "cann_not_sourced": "set_env.sh",
     "ray_no_npu": "--resources", "ckpt_missing_tensor": "verl-ascend ckpt check",
     "stream_sync_timeout": "ASCEND_LAUNCH_BLOCKING=1", "peer_exited": "HCCL_EXEC_TIMEOUT", "device_network": "hccn_tool",
-    "ray_node_died": "verl-ascend ckpt sync",
+    "ray_node_died": "verl-ascend ckpt sync", "cuda_on_ascend": "map_location",
 }
 
 
@@ -68,7 +68,8 @@ def test_an_npu_oom_in_a_ray_worker_names_the_device_and_the_allocation():
     f = result["findings"][0]
     assert f["where"]["device"] == 3 and f["where"]["pid"] == 45464 and f["where"]["process"] == "NPURayWorkerWrapper"
     assert f["details"]["values"]["alloc"] == ["30.00 MiB"]
-    assert result["unrecognised_lines"] == 1  # the ERR99999 six seconds later is its echo
+    # the ERR99999 six seconds later and the ERROR-level traceback lines printed with it are its echo
+    assert result["unrecognised_lines"] == 3
 
 
 def test_ascend_excerpts_name_the_late_rank_the_culprit_and_the_cause_first():

@@ -14,7 +14,8 @@ import datetime
 
 from verl_ascend.core import findings as F
 
-from . import table, timeline
+from . import codes as code_table
+from . import component, table, timeline
 
 GENERIC = "hccl_call_failed"          # shown only when no specific family explains the run
 UNRECOGNISED = table.UNRECOGNISED     # shown when nothing else explains the run, or when it failed before it
@@ -49,7 +50,39 @@ def _culprit(events):
     return {"node": node, "device": int(device), "reports": count}
 
 
-def _finding(family_id, events, overflow=0, notes=()) -> F.Finding:
+def _codes(events) -> list:
+    """Every code the family's lines name, each with its meaning, handling and page where the table has them
+    (codes.py), in the order first seen; the display form of HCCL's result codes is kept."""
+    seen = {}
+    for e in events:
+        for code in e.details.get("explained", ()):
+            seen.setdefault(code, code_table.explain(code))
+        for shown in e.codes:  # torch_npu's ERRnnnnn, ACL_ERROR_RT names, HCCL's "error code N (NAME)"
+            key = shown
+            m = shown.startswith("error code ") and shown.split()[2]
+            if m and m.isdigit() and ("HCCL " + m) in seen:
+                seen["HCCL " + m]["code"] = shown
+                continue
+            if m and m.isdigit() and m in seen:
+                continue
+            if shown.startswith("ACL_ERROR") and str(code_table.BY_NAME.get(shown)) in seen:
+                continue
+            seen.setdefault(key, code_table.explain(shown))
+    return list(seen.values())
+
+
+def _component(family_id, events, versions) -> dict:
+    """The component of the family's first line: the exception behind it where the line is an [ERROR] line or a
+    code (its frames name the package), else the line itself."""
+    first = events[0]
+    raised = first if first.details.get("raised_at") else next(
+        (e for e in events if e.details.get("raised_at") and e.details.get("exception") != "traceback without its "
+         "exception line"), first)
+    return component.describe(raised.text if raised is not first else first.text, raised.details.get("raised_at"),
+                              family_id, versions)
+
+
+def _finding(family_id, events, overflow=0, notes=(), versions=None) -> F.Finding:
     family = table.FAMILIES[family_id]
     events = sorted(events, key=lambda e: e.sort_key())
     first = events[0]
@@ -60,7 +93,8 @@ def _finding(family_id, events, overflow=0, notes=()) -> F.Finding:
     details = collections.defaultdict(set)
     for e in events:
         for key, value in e.details.items():
-            details[key].add(value)
+            if key != "explained":
+                details[key].add(value)
     spread = (max(timed) - min(timed)).total_seconds() if len(timed) > 1 else 0.0
     notes = list(notes) + _notes(family_id, details, spread, events)
     exception_line = None
@@ -73,7 +107,9 @@ def _finding(family_id, events, overflow=0, notes=()) -> F.Finding:
                          + (f" (raised at {raised.details['raised_at']})" if raised.details.get("raised_at") else "")
                          + f" — {raised.path}:{raised.line}")
     facts = {
-        "codes": codes, "lines": len(events) + overflow, "files": len({e.path for e in events}),
+        "family": family_id, "retry_class": family.retry_class, "retry_reason": family.retry_reason,
+        "component": _component(family_id, events, versions or {}),
+        "codes": _codes(events), "code_names": codes, "lines": len(events) + overflow, "files": len({e.path for e in events}),
         "ranks": ranks, "nodes": nodes,
         "last_time": max(timed).isoformat(sep=" ", timespec="milliseconds") if timed else None,
         "spread_s": round(spread, 3),
@@ -194,7 +230,8 @@ def _long_tail(scanner, findings, fatal) -> list:
     if not why:
         return []
     events = [e for e in fatal if e.family in TIMEOUTS]
-    return [_finding("rollout_long_tail", events, notes=["evidence: " + "; ".join(why)])]
+    return [_finding("rollout_long_tail", events, notes=["evidence: " + "; ".join(why)],
+                     versions=getattr(scanner, "versions", {}))]
 
 
 @dataclasses.dataclass
@@ -254,7 +291,9 @@ def build(scanner) -> Diagnosis:
         elif len(kept[verdict]) < MAX_NOTED:
             kept[verdict].append(_noted(event, reason))
     counted = collections.Counter(v for v, _ in verdicts.values())
-    findings = [_finding(f, evs, scanner.overflow.get(f, 0), notes=[tls_note] if f == "tls_mismatch" and tls_note else ())
+    versions = getattr(scanner, "versions", {})
+    findings = [_finding(f, evs, scanner.overflow.get(f, 0), notes=[tls_note] if f == "tls_mismatch" and tls_note else (),
+                         versions=versions)
                 for f, evs in by_family.items() if evs]
     fatal = [e for evs in by_family.values() for e in evs]
     findings += _long_tail(scanner, findings, fatal)
@@ -287,6 +326,11 @@ def build(scanner) -> Diagnosis:
         culprit = next((f.details["culprit"] for f in findings if f.details.get("culprit")), None)
         if culprit:
             first["culprit"] = culprit
+        family = table.FAMILIES[earliest.family]
+        first["retry_class"], first["retry_reason"] = family.retry_class, family.retry_reason
+        owner = next((f.details["component"] for f in findings if f.code == earliest.family), None)
+        if owner:
+            first["component"] = owner
     return Diagnosis(len(scanner.files), scanner.lines, scanner.bytes,
                      [{"file": p, "reason": r} for p, r in scanner.skipped], first, findings, generic_lines,
                      unrecognised_lines, timeline.summary(runs), kept[timeline.HANDLED], kept[timeline.SHUTDOWN],
@@ -320,6 +364,26 @@ def _run_lines(result: Diagnosis, verbose: bool) -> list:
     return lines
 
 
+def _code_line(c: dict) -> str:
+    text = c["code"] + (f" {c['name']}" if c.get("name") and c["name"] not in c["code"] else "")
+    if c.get("meaning"):
+        text += f": {c['meaning']}"
+    if c.get("handling"):
+        text += f"; handling: {c['handling']}"
+    if c.get("source"):
+        text += f" ({c['source']})"
+    return text
+
+
+def _component_line(c: dict) -> str:
+    text = c["name"] + (f" {c['version']}" if c.get("version") else "") + f" ({c['why']})"
+    if c.get("tracker"):
+        text += f"; tracker {c['tracker']}"
+    if c.get("search"):
+        text += f", search for: {c['search']!r}"
+    return text
+
+
 def render(result: Diagnosis, verbose: bool = False) -> str:
     lines = []
     n = len(result.findings)
@@ -340,12 +404,14 @@ def render(result: Diagnosis, verbose: bool = False) -> str:
         if first.get("culprit"):
             lines.append(f"culprit: node {first['culprit']['node']}, device {first['culprit']['device']} "
                          "(the rank the others waited for; read its log first)")
+        if first.get("retry_class"):
+            lines.append(f"retry: {first['retry_class']} ({first['retry_reason']})")
     for i, f in enumerate(result.findings, 1):
         lines.append("")
         lines.append(f"[{i}] {f.message} ({f.code})")
         d = f.details
-        if d["codes"]:
-            lines.append(f"    codes:  {', '.join(d['codes'])}")
+        for c in d["codes"]:
+            lines.append("    code:   " + _code_line(c))
         span = f"{f.where['time']} .. {d['last_time']}" if d["last_time"] else "no timestamps"
         ranks = d["ranks"]
         shown = ", ".join(map(str, ranks[:16])) + (f", ... ({len(ranks)} ranks)" if len(ranks) > 16 else "")
@@ -360,6 +426,9 @@ def render(result: Diagnosis, verbose: bool = False) -> str:
             lines.append(f"    culprit: node {d['culprit']['node']}, device {d['culprit']['device']} "
                          f"(named in {d['culprit']['reports']} report(s))")
         lines.append(f"    cause:  {d['cause']}")
+        lines.append(f"    retry:  {d['retry_class']} — {d['retry_reason']}")
+        if d.get("component"):
+            lines.append("    whose:  " + _component_line(d["component"]))
         for note in d["notes"]:
             lines.append(f"    note:   {note}")
         lines.append(f"    fix:    {f.fix}")

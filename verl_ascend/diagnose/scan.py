@@ -12,7 +12,7 @@ import re
 
 from verl_ascend.core import findings
 
-from . import anchors, context, table, timeline
+from . import anchors, codes, component, context, table, timeline
 from .families import cluster, generic, hccl, training
 
 BLOCK = 4 << 20
@@ -22,8 +22,10 @@ ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\[\d{1,2}(?:;\d{1,2})*m")
 _YEAR = re.compile(rb"(?<!\d)(20\d\d)-\d\d-\d\d[-T ]\d\d:\d\d:\d\d")
 STEP_KEY = table.STEP_KEY
 NEAR = 5                      # lines: a message without time or rank borrows them from the next such line of its process
-_CODES = re.compile(r"\b(E[A-Z]\d{4}|ERR\d{5})\b")
+_CODES = re.compile(r"\b(E[A-Z0-9]\d{4}|ERR\d{5})\b")
 _ERRNO = re.compile(r"error code is (\d+)")
+_TB_SOURCE = re.compile(generic.TRACEBACK_SOURCE)
+_PROCESS_KEY = re.compile(r"^\s*\((\w+ pid=\d+)")
 _ACL = re.compile(r"\bACL_ERROR_RT_\w+")
 _DETAILS = {
     "port": re.compile(r"port\[(\d+)\]|port: (\d+)|:(\d{4,5})\b.*EADDRINUSE|bind to \S*:(\d+) \(errno: 98|connect to \([^,]+, (\d+)\)"),
@@ -135,12 +137,13 @@ class Scanner:
         self.lines = 0
         self.bytes = 0
         self.year = None              # any full year seen, for year-less stamps of files without one
+        self.versions = {}            # component -> version, from the start-up lines that print one
         self.timeline = timeline.Reader(lambda raw: ANSI.sub("", raw.decode("utf-8", "replace")))
 
     # -- reading ------------------------------------------------------------------------------------
     def scan_file(self, path, progress=None):
         pending = []                  # events whose stamp lacks a year, until the file shows one
-        state = {"year": None, "pending": pending, "untimed": [], "ignored_until": 0, "before": b""}
+        state = {"year": None, "pending": pending, "untimed": [], "before": b"", "open_tb": []}
         base_line = 0
         with open(path, "rb") as fh:
             head = fh.read(8192)
@@ -175,6 +178,7 @@ class Scanner:
                 if progress is not None:
                     progress.update(len(data))
         self.lines += base_line + (1 if open_line else 0)
+        state["open_tb"] = []     # tracebacks still open at the end of the file stay findings (cut short)
         year = state["year"] or self.year or datetime.datetime.now().year
         for event in pending:
             event.when = context.resolve(event.stamp, year)
@@ -205,10 +209,8 @@ class Scanner:
         stamp = context.timestamp(text)
         if stamp and stamp[0] is not None:
             state["year"] = self.year = stamp[0]
-        self._evidence(path, line_no, text)
+        self._evidence(path, line_no, text, stamp)
         self._borrow(line_no, text, stamp, state)
-        if generic.IGNORED_START in text:
-            state["ignored_until"] = line_no + generic.IGNORED_BLOCK
         matched = None
         # a warning / info line can only match the few rules written for messages printed at that level
         for rule, pattern, unless in self.loud_rules if context.is_quiet(text) else self.rules:
@@ -217,10 +219,39 @@ class Scanner:
             if pattern.search(text) and not (unless and unless.search(text)):
                 if matched is None or table.FAMILIES[rule.family].order < table.FAMILIES[matched].order:
                     matched = rule.family
-        if matched == generic.UNRECOGNISED and line_no <= state["ignored_until"]:
-            matched = None            # printed inside Python's "Exception ignored in" shutdown block: destructor noise
         if matched is not None:
-            self._record(matched, path, line_no, text, stamp, state)
+            event = self._record(matched, path, line_no, text, stamp, state)
+            if event is not None and event.details.get("exception"):
+                self._close_tracebacks(event, state)
+        elif generic.TRACEBACK_HEADER in text or _TB_SOURCE.search(text):
+            self._open_traceback(path, line_no, text, stamp, state)
+
+    # -- tracebacks cut short ---------------------------------------------------------------------------
+    def _open_traceback(self, path, line_no, text, stamp, state):
+        """A traceback's header or its ``raise`` / ``assert`` source line: a failure unless an exception line of the
+        same process closes it (``_close_tracebacks``); a later source line of the same traceback replaces the
+        header (the last frame is what was cut)."""
+        key = _key(text)
+        for event, opened_key in list(state["open_tb"]):
+            if opened_key == key and line_no - event.line <= generic.TRACEBACK_WINDOW:
+                self._drop(event, state)
+        event = self._record(generic.UNRECOGNISED, path, line_no, text, stamp, state)
+        if event is not None:
+            event.details["exception"] = generic.CUT_SHORT
+            state["open_tb"].append((event, key))
+
+    def _close_tracebacks(self, event, state):
+        key = _key(event.text)
+        for opened, opened_key in list(state["open_tb"]):
+            if opened_key == key and 0 < event.line - opened.line <= generic.TRACEBACK_WINDOW:
+                self._drop(opened, state)
+
+    def _drop(self, event, state):
+        state["open_tb"] = [(e, k) for e, k in state["open_tb"] if e is not event]
+        try:
+            self.events.remove(event)
+        except ValueError:
+            pass
 
     def _borrow(self, line_no, text, stamp, state):
         """Give earlier matched lines of the same process that lacked a time / rank this line's."""
@@ -267,11 +298,12 @@ class Scanner:
             where["process"] = process
         if len(self.events) >= MAX_EVENTS:
             self.overflow[family] = self.overflow.get(family, 0) + 1
-            return
-        codes = set(_CODES.findall(text)) | set(_ACL.findall(text))
+            return None
+        found = set(_CODES.findall(text)) | set(_ACL.findall(text))
         for n in _ERRNO.findall(text):
             name = table.HCCL_RESULT.get(int(n)) if "HCCL" in text or "hccl" in text else None
-            codes.add(f"error code {n}" + (f" ({name})" if name else ""))
+            found.add(f"error code {n}" + (f" ({name})" if name else ""))
+        explained = codes.find(text)
         details = {}
         for key, pattern in _DETAILS.items():
             m = pattern.search(text)
@@ -285,7 +317,9 @@ class Scanner:
             raised = _raised_at(state["before"], where.get("pid"))
             if raised:
                 details["raised_at"] = raised
-        event = Event(family, path, line_no, text.strip()[:400], stamp, None, where, tuple(sorted(codes)), details)
+        if explained:
+            details["explained"] = tuple(explained)
+        event = Event(family, path, line_no, text.strip()[:400], stamp, None, where, tuple(sorted(found)), details)
         if stamp is not None:
             year = stamp[0] or state["year"]
             if year is None:
@@ -295,8 +329,9 @@ class Scanner:
         if stamp is None or "rank" not in where:
             state["untimed"].append((event, line_no))
         self.events.append(event)
+        return event
 
-    def _evidence(self, path, line_no, text):
+    def _evidence(self, path, line_no, text, stamp=None):
         m = table.EVIDENCE["tls"].search(text)
         if m:
             value = m.group(1) or m.group(2)
@@ -305,6 +340,12 @@ class Scanner:
             self.evidence["tls"].append((value, path, line_no, text.strip()[:400], context.timestamp(text), where))
         elif table.EVIDENCE["rollout"].search(text) and len(self.evidence["rollout"]) < 100:
             self.evidence["rollout"].append((path, line_no, text.strip()[:400]))
+        if timeline.MORE_PROGRESS.search(text):
+            self.timeline.progress(path, line_no, text.strip(), context.resolve(stamp, (stamp[0] if stamp else None)
+                                                                                or self.year))
+        if any(a in text for a in component.VERSION_ANCHORS):
+            for name, version in component.versions_in(text):
+                self.versions.setdefault(name, version)
         for key in ("saved", "scratch"):
             m = table.EVIDENCE[key].search(text)
             if m and len(self.evidence[key]) < 1000:
@@ -331,6 +372,12 @@ class Scanner:
             if event.when is None and event.stamp is not None:
                 event.when = context.resolve(event.stamp, self.year or datetime.datetime.now().year)
         return self
+
+
+def _key(text: str):
+    """The process a line belongs to, as Ray's prefix names it (``WorkerDict pid=4242``); None without a prefix."""
+    m = _PROCESS_KEY.match(text)
+    return m.group(1) if m else None
 
 
 def scan(paths, progress_factory=None) -> Scanner:

@@ -12,7 +12,7 @@ shape to tests/fixtures/diagnose/ with its expected family in tests/unit/test_di
 
 import re
 
-from . import anchors
+from . import anchors, component, timeline
 from .families import FAMILIES, HCCL_RESULT, RULES, UNRECOGNISED, Family, Rule  # noqa: F401  (the table's public names)
 
 # Lines that are evidence, not failures: read on every line whatever its level.
@@ -29,7 +29,7 @@ EVIDENCE = {
 # them (SCAN_PATTERN), searched in whole blocks by pyarrow's RE2, and the same alternation for Python's re
 # (SCAN_REGEX), which scans the first few MB (anchors.select). A line they select is then checked against each
 # rule's own keywords and pattern.
-SCAN_CODES = {"E": r"[A-Z]\d{4}|RR\d{5}"}
+SCAN_CODES = {"E": r"[A-Z0-9]\d{4}|RR\d{5}", "[": r"[EF]\d{4} \d\d:"}  # CANN / torch_npu codes; glog [E...] lines
 SCAN_ANCHORS = (
     "EADDRINUSE", "ERROR] HCCL", "Expected all", "Expects tensor", "HCCL function", "HCCL_SOCKET", "HCCL_IF",
     "HCCL versions", "GLOO_SOCKET", "NPU function", "NPU out of", "NPU device", "Synchronize", "Getting socket",
@@ -52,7 +52,12 @@ SCAN_ANCHORS = (
     "cannot be scheduled right now", "placement group", "could not find a node type", "ACL stream synchronize failed",
     "client socket has", "via c10d key-value store", "killed due to memory pressure", "has been marked dead",
     "is not a distributed checkpoint", "exited with code",
-    "Saving checkpoint to", "Training from scratch")
+    "Saving checkpoint to", "Training from scratch",
+    # #46: every line that shows a failed run (families/generic.py), the CUDA path on Ascend (families/device.py)
+    "ERROR", "CRITICAL", "FATAL", "Traceback (most", "    raise", "    assert", "Aborted", "terminate called",
+    "fatal signal", "Connection refused", "No route to host", "Network is unreachable", "GCS", "raylet",
+    "not compiled with CUDA", "NVIDIA driver", "torch.cuda.is_available() is False", "NCCL built in",
+    "ProcessGroupNCCL is only") + timeline.PROGRESS_ANCHORS + component.VERSION_ANCHORS
 SCAN_PATTERN, SCAN_REGEX = anchors.build(SCAN_ANCHORS, SCAN_CODES)
 # verl's step lines are evidence and only the last one counts: the scanner looks for it with one rfind per block
 STEP_KEY = "timing_s/gen:"

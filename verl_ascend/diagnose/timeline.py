@@ -42,6 +42,13 @@ _END = re.compile(rb"Training Progress: 100%|Final validation metrics|Job '[^']+
 TERMINAL = re.compile(r"exit(?:ed)? (?:with )?(?:code|status)\s*[:=]?\s*-?[1-9]\d*|exitcode\s*:\s*-?[1-9]\d*|"
                       r"non-zero exit status -?[1-9]|Job '[^']+' failed|^\s*Killed\s*$|"
                       r"line \d+:\s+\d+ (?:Killed|Segmentation fault|Aborted)\b")
+# progress of a process that is not verl's trainer, read on the lines the scan selects (scanner -> Reader.progress):
+# a vLLM engine serving (its periodic throughput line), started (API server, engine initialised, weights loaded)
+MORE_PROGRESS = re.compile(r"Avg prompt throughput: |Application startup complete|Starting vLLM API server|"
+                           r"init engine \(profile, create kv cache, warmup model\) took|Loading (?:model )?weights took|"
+                           r"Graph capturing finished")
+PROGRESS_ANCHORS = ("Avg prompt throughput", "Application startup complete", "Starting vLLM API server",
+                    "init engine (profile", "weights took", "Graph capturing finished")
 WINDOW = 16384                     # bytes above a mark searched for the time it happened
 TEARDOWN = datetime.timedelta(minutes=10)  # after a run's end, how long another file's errors count as its teardown
 _STAMP = re.compile(rb"(?<!\d)20\d\d-\d\d-\d\d[-T ]\d\d:\d\d:\d\d")
@@ -154,6 +161,14 @@ class Reader:
                         else run.step)
         if end != -1 and run.end is None:
             run.end = self._mark(data, end, base_line, year, newlines)
+
+    def progress(self, path, line, text, when):
+        """A progress line the scan selected (``MORE_PROGRESS``): the file's last progress if it is the latest; it
+        never opens a new run after an end (only verl's own marks do)."""
+        run = self.runs.setdefault(path, Run())
+        run.start = run.start or self.starts.get(path)
+        if run.last is None or line > run.last.line:
+            run.last = Mark(line, text[:300], when)
 
     def _mark(self, data, pos, base_line, year, newlines):
         start, end = _line_at(data, pos)

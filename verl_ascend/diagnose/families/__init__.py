@@ -7,12 +7,14 @@
 - ``training``: verl's NPU FAQ (weight bucket, MindSpeed, checkpoints on non-shared storage).
 - ``common``: the failures any verl run meets on any hardware (config, paths, threads, state dicts, sizes,
   NCCL / Gloo watchdogs, Ray's dead actors).
-- ``generic``: the fallback that makes any failed run a finding, with the lines known to be harmless.
+- ``generic``: the fallback that makes any failed run a finding (harmless lines are decided by their place in the
+  run's timeline, ``timeline.py``, never by a list).
+- ``retry``: per family, whether a restart may help (transient / config / resource / environment / unknown).
 """
 
 import dataclasses
 
-from . import cluster, common, core, device, generic, hccl, training
+from . import cluster, common, core, device, generic, hccl, retry, training
 from .core import HCCL_RESULT  # noqa: F401
 from .model import Family, Rule  # noqa: F401
 
@@ -26,5 +28,9 @@ for _area in _AREAS:
 for _area in _AREAS:
     for _id, _more in getattr(_area, "EXTRA_SOURCES", {}).items():
         FAMILIES[_id] = dataclasses.replace(FAMILIES[_id], sources=FAMILIES[_id].sources + tuple(_more))
+# the retry class of each family (a family without one in retry.RETRY fails tests/unit/test_diagnose_retry.py)
+for _id, _family in FAMILIES.items():
+    _cls, _ = retry.RETRY.get(_id, (retry.UNKNOWN, ""))
+    FAMILIES[_id] = dataclasses.replace(_family, retry_class=_cls, retry_reason=retry.reason(_id))
 RULES = tuple(rule for area in _AREAS for rule in area.RULES)
 UNRECOGNISED = generic.UNRECOGNISED

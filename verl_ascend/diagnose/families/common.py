@@ -142,7 +142,7 @@ RULES = (
          r"size mismatch for \S+: copying a param with shape|Error\(s\) in loading state_dict|"
          r"(?:Missing|Unexpected) key\(s\) in state_dict"),
     Rule("size_not_divisible", ("divisible by",),
-         r"\b(?:must|should) be divisible by\b|\bis not divisible by \d+", unless=_SOURCE),
+         r"\b(?:must|should) be divisible by(?:the)?\b|\bis not divisible by \d+", unless=_SOURCE),
     Rule("ray_unschedulable", ("cannot be scheduled right now", "Waiting for creating a placement group",
                                "could not find a node type"),
          r"cannot be scheduled right now|Waiting for creating a placement group of specs for \d+ seconds|"
@@ -150,8 +150,11 @@ RULES = (
     Rule("rendezvous_unreachable", ("client socket has timed out", "client socket has failed to connect",
                                     "via c10d key-value store"),
          r"The client socket has timed out after \d+ms while trying to connect to|"
-         r"via c10d key-value store by key .* got error: Socket Timeout|"
-         r"The client socket has failed to connect to \S+ \(errno: 111 - Connection refused\)"),
+         r"via c10d key-value store by key .* got error: Socket Timeout"),
+    # torch prints it only as a warning ([W...] socket.cpp), once per retry, until its own timeout: a run that then
+    # went on keeps it as a handled note (timeline.py)
+    Rule("rendezvous_unreachable", ("client socket has failed to connect",),
+         r"The client socket has failed to connect to \S+ \(errno: 111 - Connection refused\)", any_level=True),
     Rule("collective_timeout", ("Watchdog caught collective operation timeout", "timed out in blocking wait",
                                 "Timed out waiting"),
          r"Watchdog caught collective operation timeout: Work(?:NCCL|Gloo)|WorkNCCL\(.*timed out in blocking wait|"

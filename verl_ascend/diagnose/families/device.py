@@ -23,6 +23,23 @@ FAMILIES = {f.id: f for f in (
         (VLLM_ASCEND_FAQ,),
     ),
     Family(
+        "cuda_on_ascend", 9, "A CUDA code path ran on the Ascend host",
+        "Code chose CUDA on an NPU machine: a hard-coded `.cuda()` / `torch.cuda.*` call, a device detection that "
+        "picked `cuda` (verl <= 0.8's `verl/utils/device.py` when `torch.cuda.is_available()` answers for the NPU "
+        "under `transfer_to_npu`), the NCCL backend asked for instead of HCCL, or a checkpoint saved on GPUs loaded "
+        "without `map_location`. torch itself has no CUDA here (`Torch not compiled with CUDA enabled`, `Found no "
+        "NVIDIA driver`), so the first such call fails; the package and file that made it are named below.",
+        "Find the call in the `raised at` frame (and the component named): replace `.cuda()` / `torch.cuda.X` by "
+        "the device verl detects (`get_device_name()`, `torch.npu.X` with torch_npu imported), ask for the `hccl` "
+        "backend, load checkpoints with `map_location='cpu'`; check that torch_npu is installed and imported in that "
+        "process (`python -c 'import torch, torch_npu; print(torch.npu.is_available())'`) and that the package "
+        "version supports Ascend (vllm-ascend, verl >= 0.5 with its NPU support); `verl-ascend status` shows the "
+        "`device` patch, which makes verl <= 0.8 pick the NPU.",
+        (GH + "verl-project/verl/issues/2920", GH + "vllm-project/vllm-ascend/issues/516",
+         GH + "vllm-project/vllm-ascend/issues/780", GH + "modelscope/ms-swift/issues/3594",
+         GH + "Comfy-Org/ComfyUI/issues/6483"),
+    ),
+    Family(
         "op_binary_missing", 52, "No kernel binary for an operator (CANN kernels / ops package)",
         "An aclnn operator found no compiled kernel for these input types (`Cannot find bin of op`, ERR01100): the "
         "CANN kernels (ops) package matching the toolkit is not installed, or the dtype / format is not supported.",
@@ -82,6 +99,12 @@ FAMILIES = {f.id: f for f in (
 )}
 
 RULES = (
+    # the first CUDA-only call on the Ascend host (docs/field-reports.md "235B: converter picks CUDA")
+    Rule("cuda_on_ascend", ("not compiled with CUDA", "NVIDIA driver", "torch.cuda.is_available() is False",
+                            "NCCL built in", "ProcessGroupNCCL is only supported with GPUs"),
+         r"Torch not compiled with CUDA enabled|Found no NVIDIA driver on your system|"
+         r"Attempting to deserialize object on a CUDA device but torch\.cuda\.is_available\(\) is False|"
+         r"Distributed package doesn't have NCCL built in|ProcessGroupNCCL is only supported with GPUs"),
     Rule("npu_not_visible", ("NPU device is not available",), r"torch_npu detected, but NPU device is not available"),
     Rule("vllm_invalid_version", ("InvalidVersion",), r"\bInvalidVersion\b"),
     Rule("op_binary_missing", ("Cannot find bin", "Cannot find binary"), r"Cannot find bin(?:ary)? (?:of|for) op"),

@@ -2,11 +2,13 @@
 
 Any line that shows a run failed, and that no family above explains, becomes an ``unrecognised_failure``
 finding: an uncaught Python exception (driver or worker, with or without Ray's ``(WorkerDict pid=...)``
-prefix), a CANN / torch_npu ``[ERROR]`` line, an error code (``EZ9999``, ``EI0006``, ``ERR01100``...), a Ray
-actor or worker death, a non-zero exit. Lines healthy runs print too are excluded here (``unless``): traceback
-source lines (``raise KeyError(...)``), vLLM's engine-shutdown message, the import notice vllm-ascend used to log
-at ERROR level, and exceptions printed inside Python's "Exception ignored in" shutdown block (the scanner skips
-those by position).
+prefix), a traceback cut short (its frames end at a ``raise`` / ``assert`` line and no exception line follows),
+a line logged at ERROR / CRITICAL (Python logging, vLLM, Ray, glog's ``[E...]``, CANN's ``[ERROR]``), an error
+code (``EZ9999``, ``EI0006``, ``ERR01100``...), a Ray actor or worker death, an abort / core dump / signal death,
+a non-zero exit, a process that could not reach its peers or the Ray head. Only traceback source lines that merely
+quote a message are left out (``raise KeyError(...)``). Whether such a line failed the run is decided by where it
+stands in the run (``timeline.py``: after the run's end, or followed by further progress, it did not); there is
+no list of lines that are harmless wherever they appear.
 """
 
 from .model import GH, Family, Rule
@@ -32,26 +34,44 @@ EXCEPTION = (r"(?:^|(?<=[\s:\]\)>]))((?:[a-z_]\w*\.)*(?:[A-Z]\w*(?:Error|Excepti
              r"(?:\(\w+(?:\.\w+)*\))?)(?::(?:\s|$)|\s*$)")
 # Source lines of a traceback and words around an exception name that only mention it.
 _SOURCE = r"^\W*(?:\(\w+ pid=\d+[^)]*\)\s*)?(?:\[rank\d+\]:\s*)?\s*(?:raise|except|class|def|import|from|assert|return)\b"
-_BENIGN = (r"died unexpectedly, shutting down client|Failed to import vllm_ascend_C|owner does not match|"
-           r"Exception ignored in|exit(?:ed)? (?:with )?(?:code|status):? 0\b")
-_UNLESS = _SOURCE + "|" + _BENIGN
+
+# A line logged at ERROR / CRITICAL / FATAL: Python logging (" - ERROR - ", "ERROR:root:"), vLLM ("ERROR 06-01
+# 10:00:00 [core.py:1]"), Ray ("<time>\tERROR worker.py:1 --"), glog ("[E1204 14:14:42.222 file.cpp:1]"), CANN ("[ERROR]")
+_PREFIX = r"^\W*(?:\(\w+ pid=\d+[^)]*\)\s*)*(?:\[rank\d+\]:\s*)?"
+LEVEL_ERROR = (_PREFIX + r"(?:\[?\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d[,.]?\d*\]?\s+)?(?:ERROR|CRITICAL|FATAL)\b(?!_)|"
+               r" - (?:ERROR|CRITICAL) - |\b(?:ERROR|CRITICAL):[\w.]+:|\d\d:\d\d:\d\d[,.]\d+\s+(?:ERROR|CRITICAL)\b|"
+               r"\[(?:ERROR|CRITICAL|FATAL)\]|\b(?:ERROR|CRITICAL) \d\d-\d\d \d\d:|" + _PREFIX + r"\[[EF]\d{4} \d\d:\d\d:\d\d")
+# A process that could not reach its peers or the Ray head.
+UNREACHABLE = (r"Connection refused|No route to host|Network is unreachable|Failed to connect to (?:the )?GCS|"
+               r"Unable to connect to (?:the )?GCS|Could not connect to (?:the )?(?:Ray|GCS)|"
+               r"Failed to (?:connect to|register with) (?:the )?raylet|Failed to get the GCS address")
 
 RULES = (
-    Rule(UNRECOGNISED, ("Error", "Exception", "Exit", "Interrupt"), EXCEPTION, unless=_UNLESS),
-    Rule(UNRECOGNISED, ("[ERROR]",), r"\[ERROR\]", unless=_BENIGN),
+    Rule(UNRECOGNISED, ("Error", "Exception", "Exit", "Interrupt"), EXCEPTION, unless=_SOURCE),
+    Rule(UNRECOGNISED, ("ERROR", "CRITICAL", "FATAL"), LEVEL_ERROR),
+    # glog's error / fatal lines of torch and torch_npu ("[E1204 14:14:42.222 ..."): the scanner selects them by code
+    Rule(UNRECOGNISED, (), r"^\W*(?:\(\w+ pid=\d+[^)]*\)\s*)*(?:\[rank\d+\]:\s*)?\[[EF]\d{4} \d\d:\d\d:\d\d"),
     # no literal prefilter: SCAN_PATTERN already selects lines with a code, the pattern decides
-    Rule(UNRECOGNISED, (), r"\bE[A-Z]\d{4}(?=[:\s(\]]|$)|\bERR\d{5}\b", unless=_BENIGN),
-    Rule(UNRECOGNISED, ("died", "Died", "Worker exit type"),
+    Rule(UNRECOGNISED, (), r"\bE[A-Z0-9]\d{4}(?=[:\s(\]]|$)|\bERR\d{5}\b"),
+    Rule(UNRECOGNISED, ("died", "Died", "Worker exit type", "fatal signal"),
          r"actor died unexpectedly|ActorDiedError|RayActorError|A worker died or was killed|"
-         r"Worker exit type: (?:SYSTEM_ERROR|USER_ERROR|NODE_OUT_OF_MEMORY)|[Aa]ctor \S+ (?:has )?died", unless=_BENIGN),
+         r"Worker exit type: (?:SYSTEM_ERROR|USER_ERROR|NODE_OUT_OF_MEMORY)|[Aa]ctor \S+ (?:has )?died|"
+         r"\bdied unexpectedly\b|\bprocess \S* ?(?:has )?died\b|Got fatal signal"),
     Rule(UNRECOGNISED, ("exit code", "exited with code", "exit status", "exitcode", "Killed", "Segmentation fault", "core dumped",
-                        "Fatal Python", "SIGSEGV", "SIGABRT", "SIGKILL", "failed"),
+                        "Fatal Python", "SIGSEGV", "SIGABRT", "SIGKILL", "failed", "Aborted", "terminate called"),
          r"exit(?:ed)? (?:with )?(?:code|status)\s*[:=]?\s*-?[1-9]\d*|exitcode\s*:\s*-?[1-9]\d*|"
          r"non-zero exit status -?[1-9]|(?:^|\s)Killed(?:\s+\S*python|\s*$)|Segmentation fault|core dumped|"
          r"Fatal Python error|received signal SIG(?:SEGV|ABRT|KILL|BUS)|Signal \d+ \(SIG(?:SEGV|ABRT|KILL|BUS)\)|"
-         r"Job '[^']+' failed", unless=_BENIGN),
+         r"Job '[^']+' failed|(?:^|\s|\d )Aborted(?: \(core dumped\))?(?:\s+\S*python|\s*$)|terminate called after throwing"),
+    Rule(UNRECOGNISED, ("Connection refused", "No route to host", "Network is unreachable", "GCS", "raylet"),
+         UNREACHABLE, any_level=True),
 )
 
-# Python's interpreter-shutdown block: the exception printed within this many lines after it is destructor noise.
-IGNORED_BLOCK = 12
-IGNORED_START = "Exception ignored in"
+# A traceback whose frames end at a `raise` / `assert` source line (or at its header) with no exception line after
+# it, in the same process, within TRACEBACK_WINDOW lines: a traceback cut short (a log truncated by the user, a Ray
+# worker killed while printing) is a failure too (scan.py keeps such lines open until an exception line closes them).
+TRACEBACK_HEADER = "Traceback (most recent call last)"
+TRACEBACK_SOURCE = (r"^(?:\(\w+ pid=\d+[^)]*\)\s*)*(?:\[rank\d+\]:\s*)?"
+                    r"(?:(?:ERROR|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d \[?[\w.]+:\d+\]\s?)?\s{2,}(?:raise|assert)\b")
+TRACEBACK_WINDOW = 400
+CUT_SHORT = "traceback without its exception line"

@@ -15,6 +15,9 @@ class Family:
     # seconds by which the family's first line may trail the fault it reports (a detector that must time out first):
     # an unexplained failure line up to that much earlier is the fault's echo, not an earlier cause
     lag: float = 0.0
+    # whether a restart may help (``retry.py``): transient / config / resource / environment / unknown, and why
+    retry_class: str = "unknown"
+    retry_reason: str = ""
 
 
 @dataclasses.dataclass(frozen=True)

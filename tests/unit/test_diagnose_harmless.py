@@ -1,0 +1,74 @@
+"""A harmless line is harmless because of where it stands in the run, never because of what it says (#46 item 2).
+
+Each kind of line a healthy run prints at its end is put into a real run's log three ways: after the run's end
+(teardown: exit 0), after step 1 with the steps that followed (the run went on: handled, exit 0), and after step 1
+as the run's last word (mid-run, nothing after it: the failure, exit 1). The run is a real main_ppo console log of
+our own rehearsals (tests/fixtures/diagnose/rehearsal/r7c_console.log, two steps); the lines are public ones.
+"""
+
+from pathlib import Path
+
+import pytest
+from test_diagnose import diagnose
+
+from verl_ascend.diagnose import table
+
+pytestmark = pytest.mark.verl_agnostic
+FIX = Path(__file__).parents[1] / "fixtures" / "diagnose"
+RUN = (FIX / "rehearsal" / "r7c_console.log").read_text().splitlines(keepends=True)
+STEP_1 = next(i for i, line in enumerate(RUN) if "step:1 - " in line)
+END = next(i for i, line in enumerate(RUN) if "Training Progress: 100%" in line)
+
+
+def _lines(path, start=None, stop=None):
+    return "".join(path.read_text().splitlines(keepends=True)[start:stop])
+
+
+KINDS = {
+    # vLLM's engine monitor at the end of a script (https://github.com/vllm-project/vllm/issues/32468; logged at
+    # ERROR on every normal shutdown until https://github.com/vllm-project/vllm/pull/36270)
+    "vllm_engine_core_died": "ERROR 01-16 17:16:49 [core_client.py:605] Engine core proc EngineCore_DP0 died "
+                             "unexpectedly, shutting down client.\n",
+    # Ray's verdict on an actor that died (https://github.com/verl-project/verl/issues/4921, the verbatim excerpt)
+    "ray_actor_died": _lines(FIX / "public" / "verbatim" / "ray_actor_died_sleep.log"),
+    # a destructor's traceback at interpreter exit, from our own rehearsal log (r7b_console_resume.log:163-176)
+    "destructor_at_exit": _lines(FIX / "rehearsal" / "r7b_console_resume.log", 162, 176),
+    # the DataLoader workers killed at teardown, the last line of the same run (r7c_console.log)
+    "dataloader_killed": RUN[-1] if RUN[-1].endswith("\n") else RUN[-1] + "\n",
+}
+
+
+@pytest.mark.parametrize("kind", sorted(KINDS))
+def test_harmless_at_teardown_handled_mid_run_and_fatal_as_the_last_word(kind, tmp_path):
+    lines = KINDS[kind]
+    log = tmp_path / "console.log"
+    log.write_text("".join(RUN) + lines)  # after the run's end
+    result = diagnose(log)
+    assert result["exit_code"] == 0, [f["where"]["text"] for f in result["findings"]]
+    assert result["shutdown_lines"] >= 1
+    log.write_text("".join(RUN[:STEP_1 + 1]) + lines + "".join(RUN[STEP_1 + 1:]))  # the run went on after it
+    result = diagnose(log)
+    assert result["exit_code"] == 0, [f["where"]["text"] for f in result["findings"]]
+    assert result["handled_lines"] >= 1 and any("the run went on" in w["reason"] for w in result["handled"])
+    log.write_text("".join(RUN[:STEP_1 + 1]) + lines)  # mid-run, and nothing of the run after it
+    result = diagnose(log)
+    assert result["exit_code"] == 1, "the same line(s) mid-run must fail the run"
+    assert result["first_failure"]["line"] > STEP_1 + 1
+    assert result["runs"][0]["finished"] is False and result["runs"][0]["last_step"] == 1
+
+
+def test_the_engine_death_after_step_1_is_the_failure_it_was_silent_on(tmp_path):
+    """The reproduction of #46: step 1, then vLLM's engine-core death, no end: 'no known failure' before."""
+    log = tmp_path / "e.log"
+    log.write_text("(TaskRunner pid=2900) step:1 - actor/pg_loss:0.01 - timing_s/step:100.0\n"
+                   + KINDS["vllm_engine_core_died"])
+    result = diagnose(log)
+    assert result["exit_code"] == 1 and result["first_failure"]["family"] == table.UNRECOGNISED
+    assert "Engine core proc EngineCore_DP0 died unexpectedly" in result["first_failure"]["text"]
+    assert result["first_failure"]["component"]["name"] == "vllm"
+
+
+def test_a_teardown_line_is_fatal_again_when_the_run_then_exits_non_zero(tmp_path):
+    log = tmp_path / "console.log"
+    log.write_text("".join(RUN) + KINDS["vllm_engine_core_died"] + "Job 'raysubmit_7Lc2' failed\n")
+    assert diagnose(log)["exit_code"] == 1
