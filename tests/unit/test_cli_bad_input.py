@@ -36,6 +36,7 @@ def _cases(tmp):
         "patches check": (["patches", "check", "--source", missing], missing),
         # a verl without a platform registry (0.5-0.8) is refused first, by name, before the recipe is read
         "rehearse": (["rehearse", missing], missing if _rehearsal_supported() else "no platform registry"),
+        "supervise": (["supervise"], "no command given"),
     }
 
 
@@ -47,7 +48,8 @@ def _rehearsal_supported() -> bool:
 
 IDS = ["status --patch", "check recipe", "bridge", "check --set", "check --verl-src", "doctor --hccn-conf", "logs file",
        "logs --plot", "diagnose path", "diagnose binary", "ckpt check dir", "ckpt check --recipe",
-       "ckpt sync relative", "ckpt sync node", "ckpt sync twice", "convert", "gsm8k", "patches check", "rehearse"]
+       "ckpt sync relative", "ckpt sync node", "ckpt sync twice", "convert", "gsm8k", "patches check", "rehearse",
+       "supervise"]
 
 
 def test_every_subcommand_has_a_bad_input_case(tmp_path):

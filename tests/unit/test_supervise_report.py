@@ -104,3 +104,5 @@ def test_bad_input_is_exit_2_naming_the_value_and_the_fix(tmp_path, capsys):
     assert "no such file" in capsys.readouterr().err
     assert cli.main(["supervise", "--stop-on", "nans", "--run-dir", str(tmp_path / "r"), "--", "true"]) == 2
     assert "--stop-on nans" in capsys.readouterr().err
+    assert cli.main(["supervise", "--deadline", "tomorrow", "--", "true"]) == 2
+    assert "--deadline tomorrow" in capsys.readouterr().err

@@ -16,3 +16,19 @@ def positive_int(text: str) -> int:
 def comma_names(text: str) -> list:
     """``a, b,,c`` -> ``["a", "b", "c"]``: a comma-separated list of names (empty items dropped)."""
     return [name.strip() for name in text.split(",") if name.strip()]
+
+
+def positive_seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive number of seconds")
+    return value
+
+
+def non_negative_int(text: str) -> int:
+    if not text.strip().isdigit():
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number >= 0")
+    return int(text)

@@ -1,52 +1,21 @@
 """``verl-ascend supervise [options] -- COMMAND...``: keep a long verl run going; ``--status RUN_DIR`` reads its report."""
 
 import argparse
-import datetime
 
-from verl_ascend.commands._args import comma_names
-
-
-def _seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = 0.0
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a positive number of seconds")
-    return value
-
-
-def _non_negative(text: str) -> int:
-    if not text.isdigit():
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number >= 0")
-    return int(text)
-
-
-def _deadline(text: str) -> float:
-    """Epoch seconds, or an ISO time (local time unless it says otherwise)."""
-    try:
-        return float(text)
-    except ValueError:
-        pass
-    try:
-        return datetime.datetime.fromisoformat(text).timestamp()
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is neither epoch seconds nor an ISO time like "
-                                         "2026-12-24T18:00") from None
+from verl_ascend.commands._args import comma_names, non_negative_int, positive_seconds
 
 
 def run(args) -> int:
-    from verl_ascend.supervise import report
+    from verl_ascend.supervise import launch, report
     from verl_ascend.supervise import run as supervise_run
 
     if args.status:
         return report.status(args.status, as_json=args.json)
-    command = list(args.command)
-    if command and command[0] == "--":
-        command = command[1:]
+    command = args.argv[1:] if args.argv[:1] == ["--"] else args.argv
     options = supervise_run.Options(
         run_dir=args.run_dir or "supervise-run", max_restarts=args.max_restarts, hang_after=args.hang_after,
-        stop_on=tuple(args.stop_on), retry_unknown=args.retry_unknown, dry_run=args.dry_run, deadline=args.deadline,
+        stop_on=tuple(args.stop_on), retry_unknown=args.retry_unknown, dry_run=args.dry_run,
+        deadline=launch.deadline_of(args.deadline) if args.deadline else None,
         wait_nodes=args.wait_nodes)
     result = supervise_run.supervise(command, options=options)  # BadInput: cli.main says it, exit 2
     print(result.text())
@@ -71,14 +40,14 @@ def register(sub) -> None:
         "may help (retry budget spent, the deadline, --dry-run saw a failure); 2 bad input; 93 stopped, do not "
         "requeue (nvidia-resiliency-ext's no-restart code).",
     )
-    p.add_argument("command", nargs=argparse.REMAINDER, metavar="-- COMMAND...",
+    p.add_argument("argv", nargs=argparse.REMAINDER, metavar="-- COMMAND...",
                    help="the command to run, after --")
     p.add_argument("--run-dir", metavar="DIR", help="the run folder: report.json, each attempt's console, evidence "
                    "and timeline (default ./supervise-run); a supervisor started again on it picks up the running attempt")
-    p.add_argument("--max-restarts", type=_non_negative, default=3, metavar="N",
+    p.add_argument("--max-restarts", type=non_negative_int, default=3, metavar="N",
                    help="relaunches after transient failures before giving up (default 3; back-off 30 s doubling, "
                    "at most 600 s)")
-    p.add_argument("--hang-after", type=_seconds, metavar="S",
+    p.add_argument("--hang-after", type=positive_seconds, metavar="S",
                    help="a step (or the start-up) over S seconds with nothing moving is a hang, instead of the "
                    "budgets learned from the run's own phase times")
     p.add_argument("--stop-on", type=comma_names, default=[], metavar="FLAG,...",
@@ -87,11 +56,11 @@ def register(sub) -> None:
     p.add_argument("--retry-unknown", action="store_true", help="retry a failure no family explains, once")
     p.add_argument("--dry-run", action="store_true",
                    help="observe and report only: say what would be done, end nothing, relaunch nothing")
-    p.add_argument("--deadline", type=_deadline, metavar="TIME",
+    p.add_argument("--deadline", metavar="TIME",
                    help="the end of the allocation (epoch seconds or ISO time): verl forces a save before it "
                    "through its ESI path (MLP_CURRENT_CAPACITY_BLOCK_EXPIRATION_TIMESTAMP, trainer.esi_redundant_time), "
                    "and the supervisor ends the run at it (exit 1: requeue to go on)")
-    p.add_argument("--wait-nodes", type=_seconds, default=600.0, metavar="S",
+    p.add_argument("--wait-nodes", type=positive_seconds, default=600.0, metavar="S",
                    help="how long to wait for lost nodes to come back before stopping (default 600)")
     p.add_argument("--status", metavar="RUN_DIR", help="print the report of the run folder and exit with its code")
     p.add_argument("--json", action="store_true", help="with --status: the report as one JSON line")

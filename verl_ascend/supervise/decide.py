@@ -93,10 +93,11 @@ def backoff(restarts_done: int, policy: Policy) -> float:
     return min(policy.backoff_max_s, policy.backoff_s * (2 ** restarts_done))
 
 
-def decide(failure: Failure, earlier=(), tracker_now=None, restarts_done: int = 0, policy: Policy = Policy()) -> Decision:
+def decide(failure: Failure, earlier=(), tracker_now=None, restarts_done: int = 0, policy: Policy = None) -> Decision:
     """What to do about ``failure``. ``earlier``: the failed attempts before this one, oldest first, each a dict
     with ``family``, ``retry_class`` and ``tracker`` (the checkpoint step when it failed); ``tracker_now``: the
     checkpoint step now."""
+    policy = policy or Policy()
     cls = failure.retry_class
     fix = f"; fix: {failure.fix}" if failure.fix else ""
     if cls in STOP_CLASSES:

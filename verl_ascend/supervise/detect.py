@@ -68,8 +68,9 @@ def family_of(text: str):
     return best
 
 
-def live_failure(snap: timeline.Snapshot, budgets: Budgets = Budgets()):
+def live_failure(snap: timeline.Snapshot, budgets: Budgets = None):
     """The first failure line that counts while the command lives, as a finding; None."""
+    budgets = budgets or Budgets()
     if not snap.alive:
         return None
     step_times = [s.at for s in timeline.steps(snap)]
@@ -144,11 +145,12 @@ def movement(snap: timeline.Snapshot, since: float, cpu_busy: float) -> dict:
             "cpu_measured": bool(rates), "ckpt_bytes": timeline.ckpt_growth(snap, since)}
 
 
-def hang(snap: timeline.Snapshot, budgets: Budgets = Budgets(), history=(), startup_seen: float = None):
+def hang(snap: timeline.Snapshot, budgets: Budgets = None, history=(), startup_seen: float = None):
     """A hang finding when the current phase is over its budget and nothing moved in the quiet window.
 
     ``history``: earlier attempts' step records (their phase times teach the budgets); ``startup_seen``: the
     longest time an earlier attempt took to its first step."""
+    budgets = budgets or Budgets()
     if not snap.alive:
         return None
     phase, since, budget, how = _budget(snap, budgets, history, startup_seen)

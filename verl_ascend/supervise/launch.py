@@ -32,6 +32,21 @@ class BadCommand(F.BadInput):
     """The supervised command cannot be supervised as given."""
 
 
+def deadline_of(text: str) -> float:
+    """``--deadline``: epoch seconds, or an ISO time (local unless it names its zone)."""
+    import datetime
+
+    try:
+        return float(text)
+    except ValueError:
+        pass
+    try:
+        return datetime.datetime.fromisoformat(text).timestamp()
+    except ValueError:
+        raise BadCommand(f"--deadline {text}: neither epoch seconds nor an ISO time; write e.g. 2026-12-24T18:00") \
+            from None
+
+
 def is_trainer_line(argv) -> bool:
     """``python -m verl.trainer.main_ppo ...`` (or a trainer's .py file) rather than a script or something else."""
     for i, token in enumerate(argv):

@@ -17,7 +17,8 @@ import time
 
 from verl_ascend.core import runlog
 from verl_ascend.core.findings import WARNING, Finding
-from verl_ascend.proc import follow, launch as proc_launch, marks
+from verl_ascend.proc import follow, marks
+from verl_ascend.proc import launch as proc_launch
 
 from . import decide as D
 from . import detect, evidence, launch, timeline
