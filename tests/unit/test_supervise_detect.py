@@ -32,6 +32,7 @@ def test_the_step_lines_are_read_with_their_phases():
 
 
 def test_a_step_is_overdue_at_k_times_its_longest_phases_and_not_before():
+    assert detect.SAFETY_FACTOR == 5.0  # nvidia-resiliency-ext FaultToleranceConfig.safety_factor
     budget = detect.SAFETY_FACTOR * LONGEST
     last = 60.0  # step 3's line
     quiet = dict(lines=STEPS, every=10.0)

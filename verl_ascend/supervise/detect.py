@@ -55,6 +55,7 @@ def _rules():
     return compiled, [x for x in compiled if x[0].any_level]
 
 
+@functools.lru_cache(maxsize=8192)  # the live detector reads the same lines again at every poll
 def family_of(text: str):
     """The ``diagnose`` family a console line belongs to (the one nearest a root cause), or None."""
     everything, loud = _rules()
@@ -73,7 +74,7 @@ def live_failure(snap: timeline.Snapshot, budgets: Budgets = None):
     budgets = budgets or Budgets()
     if not snap.alive:
         return None
-    step_times = [s.at for s in timeline.steps(snap)]
+    step_times = {s.at for s in timeline.steps(snap)}
     for at, text in snap.lines:
         if "step:" in text and at in step_times:
             continue

@@ -12,10 +12,11 @@ namespace where the host allows one). :func:`supervise` is the one entry point: 
 """
 
 import dataclasses
+import json
 import os
 import time
 
-from verl_ascend.core import runlog
+from verl_ascend.core import outfiles, runlog
 from verl_ascend.core.findings import WARNING, Finding
 from verl_ascend.proc import follow, marks
 from verl_ascend.proc import launch as proc_launch
@@ -43,6 +44,7 @@ class Options:
     poll_s: float = 2.0
     settings: dict = None           # the trainer's settings, when the caller knows them (else read)
     echo: bool = True               # print the command's console lines
+    attempt_env: object = None      # callable(attempt number) -> extra environment of that attempt (a planted fault)
 
 
 def _say(text: str) -> None:
@@ -145,6 +147,8 @@ class Supervisor:
         log = os.path.join(folder, "console.log")
         argv = self._argv(number)
         env = dict(self.env)
+        if self.o.attempt_env is not None:
+            env.update(self.o.attempt_env(number))
         if self.o.deadline:
             env.update(launch.deadline_overrides(self.o.deadline)[0])
         mark = marks.Mark(runlog.SUPERVISE_MARK, f"{os.path.basename(os.path.abspath(self.o.run_dir))}-{os.getpid()}-{number}")
@@ -307,9 +311,7 @@ class Supervisor:
         if attempt.to_first_step_s is not None:
             self.startup_seen = max(self.startup_seen or 0.0, attempt.to_first_step_s)
         path = os.path.join(self.o.run_dir, f"attempt-{attempt.number}", "timeline.json")
-        with open(path, "w") as fh:
-            import json
-
+        with outfiles.atomic(path) as tmp, open(tmp, "w") as fh:
             json.dump(snap.as_dict(), fh)
         if survivors:
             _say(f"still alive after the end: {marks.describe(survivors)}")
