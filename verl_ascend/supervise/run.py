@@ -295,8 +295,9 @@ class Supervisor:
                             len(self.report.attempts) - 1, self.policy)
         attempt.tracker = tracker
         attempt.decision, attempt.reason = decision.action, decision.reason
+        where = {**found.where, "time": R._iso(attempt.detected_at), "attempt": attempt.number}  # not the monotonic clock
         self.report.findings.append(dataclasses.replace(found, severity="warning", subject=f"attempt {attempt.number}",
-                                                        fix=fix or "", details={**found.details, "family": family}))
+                                                        fix=fix or "", where=where, details={**found.details, "family": family}))
         _say(f"attempt {attempt.number}: {found.code}: {found.message}")
         _say(f"decision: {decision.action} — {decision.reason}")
         return decision
