@@ -33,14 +33,16 @@ FIX_WORDS = {
     "rendezvous_unreachable": "MASTER_ADDR", "file_handles": "ulimit -n 65536", "cann_not_sourced": "set_env.sh",
     "ray_no_npu": "--resources", "ckpt_missing_tensor": "verl-ascend ckpt check",
     "stream_sync_timeout": "ASCEND_LAUNCH_BLOCKING=1", "peer_exited": "HCCL_EXEC_TIMEOUT", "device_network": "hccn_tool",
-    "ray_node_died": "verl-ascend ckpt sync", "cuda_on_ascend": "map_location",
+    "ray_node_died": "verl-ascend ckpt sync", "cuda_on_ascend": "map_location", "op_binary_missing": "kernels",
+    "hccl_connect_timeout": "HCCL_CONNECT_TIMEOUT",
+    "unrecognised_failure": "ASCEND_LAUNCH_BLOCKING",
 }
 
 
 def test_every_verbatim_file_is_listed_and_the_set_covers_the_new_families():
     assert {p.name for p in VERBATIM.glob("*.log")} == set(SOURCES)
     assert {family for family, _ in SOURCES.values()} == set(FIX_WORDS)
-    assert len(SOURCES) >= 40  # #35: at least 40 public excerpts across the families
+    assert len(SOURCES) >= 40  # #35: at least 40 public excerpts across the families (#46: the corpus test counts all)
 
 
 @pytest.mark.parametrize("name", sorted(SOURCES))
@@ -51,8 +53,9 @@ def test_verbatim_excerpt_is_named_with_its_fix(name):
     found = result["findings"][0]
     assert found["code"] == family, [f["code"] for f in result["findings"]]
     assert FIX_WORDS[family] in found["fix"], found["fix"]
-    assert url in table.FAMILIES[family].sources, (url, table.FAMILIES[family].sources)
-    assert table.UNRECOGNISED not in [f["code"] for f in result["findings"]]
+    if family != table.UNRECOGNISED:  # the fallback cites the trackers, not each thread
+        assert url in table.FAMILIES[family].sources, (url, table.FAMILIES[family].sources)
+        assert table.UNRECOGNISED not in [f["code"] for f in result["findings"]]
 
 
 def test_the_watchdog_names_the_collective_and_its_sequence_number():

@@ -29,7 +29,8 @@ EVIDENCE = {
 # them (SCAN_PATTERN), searched in whole blocks by pyarrow's RE2, and the same alternation for Python's re
 # (SCAN_REGEX), which scans the first few MB (anchors.select). A line they select is then checked against each
 # rule's own keywords and pattern.
-SCAN_CODES = {"E": r"[A-Z0-9]\d{4}|RR\d{5}", "[": r"[EF]\d{4} \d\d:"}  # CANN / torch_npu codes; glog [E...] lines
+# CANN / torch_npu codes; glog [E...] lines; Ray's C++ log lines at E / C / F ("... 06:54:54,934 C 756 756]")
+SCAN_CODES = {"E": r"[A-Z0-9]\d{4}|RR\d{5}", "[": r"[EF]\d{4} \d\d:", ",": r"\d{3} [ECF] \d+ \d+\]"}
 SCAN_ANCHORS = (
     "EADDRINUSE", "ERROR] HCCL", "Expected all", "Expects tensor", "HCCL function", "HCCL_SOCKET", "HCCL_IF",
     "HCCL versions", "GLOO_SOCKET", "NPU function", "NPU out of", "NPU device", "Synchronize", "Getting socket",
@@ -57,7 +58,7 @@ SCAN_ANCHORS = (
     "ERROR", "CRITICAL", "FATAL", "Traceback (most", "    raise", "    assert", "Aborted", "terminate called",
     "fatal signal", "Connection refused", "No route to host", "Network is unreachable", "GCS", "raylet",
     "not compiled with CUDA", "NVIDIA driver", "torch.cuda.is_available() is False", "NCCL built in",
-    "ProcessGroupNCCL is only") + timeline.PROGRESS_ANCHORS + component.VERSION_ANCHORS
+    "ProcessGroupNCCL is only", "any binary", "Some NCCL operations") + timeline.PROGRESS_ANCHORS + component.VERSION_ANCHORS
 SCAN_PATTERN, SCAN_REGEX = anchors.build(SCAN_ANCHORS, SCAN_CODES)
 # verl's step lines are evidence and only the last one counts: the scanner looks for it with one rfind per block
 STEP_KEY = "timing_s/gen:"

@@ -14,7 +14,9 @@ FAMILIES = {f.id: f for f in (
         "Fix the key named in the message: check its spelling against the installed verl's config "
         "(`verl-ascend check RECIPE.sh` composes the recipe's config before any NPU is used and names the key); a "
         "key verl does not define is added as `+key=value`; a key an older verl had may have moved or gone.",
-        (GH + "hydra-ecosystem/hydra/issues/1912",),
+        (GH + "hydra-ecosystem/hydra/issues/1912", GH + "verl-project/verl/issues/4262",
+         GH + "SwanHubX/SwanLab-Docs/pull/170", GH + "zju3dv/OnePose_Plus_Plus/issues/51", GH + "ise-uiuc/nnsmith/issues/83",
+         GH + "hydra-ecosystem/hydra/issues/947"),
     ),
     Family(
         "data_path_missing", 13, "A data file of the run does not exist",
@@ -66,7 +68,8 @@ FAMILIES = {f.id: f for f in (
         "Choose sizes that divide the model's counts: `actor_rollout_ref.rollout.tensor_model_parallel_size` a "
         "divisor of the attention heads, Megatron TP of heads and KV heads, EP of the experts, PP of the layers; "
         "`verl-ascend check RECIPE.sh` compares every one with the model's config before the run.",
-        (GH + "vllm-project/vllm/issues/2652", GH + "vllm-project/vllm/pull/52535"),
+        (GH + "vllm-project/vllm/issues/2652", GH + "vllm-project/vllm/pull/52535",
+         GH + "NVIDIA-BioNeMo/bionemo-recipes/issues/784"),
     ),
     Family(
         "ray_unschedulable", 29, "Ray cannot place the run's actors (resources or placement group)",
@@ -90,7 +93,7 @@ FAMILIES = {f.id: f for f in (
         "failure; on Ray every node must be reachable on the address Ray registered (`ray status`; `ray start "
         "--node-ip-address=<ip>`).",
         (GH + "nvidia-cosmos/cosmos-rl/issues/681", GH + "vllm-project/vllm/issues/19670",
-         GH + "hiyouga/LlamaFactory/issues/3698"),
+         GH + "hiyouga/LlamaFactory/issues/3698", GH + "verl-project/verl/issues/849"),
     ),
     Family(
         "collective_timeout", 71, "A collective (NCCL / Gloo) timed out in its watchdog",
@@ -104,7 +107,8 @@ FAMILIES = {f.id: f for f in (
         (GH + "hiyouga/LlamaFactory/issues/6269", GH + "XPixelGroup/BasicSR/issues/737",
          GH + "huggingface/diffusers/issues/12422", GH + "verl-project/verl/issues/2106",
          GH + "hiyouga/LlamaFactory/issues/7396", GH + "OFA-Sys/OFA/issues/271", GH + "pytorch/pytorch/issues/118369",
-         GH + "msr-fiddle/pipedream/issues/39", GH + "Peterande/D-FINE/issues/75"),
+         GH + "msr-fiddle/pipedream/issues/39", GH + "Peterande/D-FINE/issues/75", GH + "hiyouga/LlamaFactory/issues/8261",
+         GH + "huggingface/open-r1/issues/620"),
     ),
     Family(
         "ray_actor_died", 85, "Ray: an actor's worker process died",
@@ -127,7 +131,7 @@ RULES = (
     # vLLM-Ascend's own wording of an AI Core / vector core failure caught at stream synchronisation (families/core.py)
     Rule("npu_runtime", ("ACL stream synchronize failed",), r"ACL stream synchronize failed, error code:? ?5070[13]\d\b"),
     Rule("config_invalid", ("Could not override", "is not in struct", "Missing mandatory value", "omegaconf.errors"),
-         r"Could not override '[^']+'|Key '[^']+' is not in struct|Missing mandatory value|omegaconf\.errors\.\w+"),
+         r"Could not override '[^']+'|[Kk]ey '[^']+' is not in struct|Missing mandatory value|omegaconf\.errors\.\w+"),
     Rule("data_path_missing", ("FileNotFoundError", "No such file", "Unable to find"),
          r"(?:FileNotFoundError|No such file or directory|Unable to find)\b.*\.(?:parquet|jsonl?|arrow|csv)\b",
          # a model folder's own JSON files are the model path's problem, not the data's
@@ -156,9 +160,11 @@ RULES = (
     Rule("rendezvous_unreachable", ("client socket has failed to connect",),
          r"The client socket has failed to connect to \S+ \(errno: 111 - Connection refused\)", any_level=True),
     Rule("collective_timeout", ("Watchdog caught collective operation timeout", "timed out in blocking wait",
-                                "Timed out waiting"),
+                                "Timed out waiting", "Some NCCL operations have failed or timed out"),
          r"Watchdog caught collective operation timeout: Work(?:NCCL|Gloo)|WorkNCCL\(.*timed out in blocking wait|"
-         r"Timed out waiting \d+ms for (?:recv|send) operation"),
+         r"Timed out waiting \d+ms for (?:recv|send) operation|"
+         # the watchdog's next line, which is all a log cut after the timeout line still shows
+         r"Some NCCL operations have failed or timed out"),
     Rule("ray_actor_died", ("Worker exit type", "ActorDiedError", "died unexpectedly", "A worker died"),
          r"Worker exit type: (?:SYSTEM_ERROR|NODE_OUT_OF_MEMORY)|ActorDiedError|actor died unexpectedly|"
          r"A worker died or was killed while executing a task",
@@ -168,7 +174,9 @@ RULES = (
 # the rendezvous port of torch.distributed (TCPStore) is one of port_in_use's shapes (families/core.py); the others
 # are further public threads of families of the first table whose log lines are kept verbatim
 EXTRA_SOURCES = {
-    "npu_oom": (GH + "vllm-project/vllm-ascend/issues/1987",),
+    "npu_oom": (GH + "vllm-project/vllm-ascend/issues/1987", GH + "vllm-project/vllm-ascend/issues/19",
+                GH + "sgl-project/sglang/issues/29838"),
+    "hccl_connect_timeout": (GH + "vllm-project/vllm-ascend/issues/5461",),
     "npu_runtime": (GH + "vllm-project/vllm-ascend/issues/2349",),
     "hccl_exec_timeout": (GH + "vllm-project/vllm-ascend/issues/486", GH + "vllm-project/vllm-ascend/issues/3413"),
     "stream_sync_timeout": (GH + "vllm-project/vllm-ascend/issues/1443",),

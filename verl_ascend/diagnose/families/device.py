@@ -36,8 +36,7 @@ FAMILIES = {f.id: f for f in (
         "version supports Ascend (vllm-ascend, verl >= 0.5 with its NPU support); `verl-ascend status` shows the "
         "`device` patch, which makes verl <= 0.8 pick the NPU.",
         (GH + "verl-project/verl/issues/2920", GH + "vllm-project/vllm-ascend/issues/516",
-         GH + "vllm-project/vllm-ascend/issues/780", GH + "modelscope/ms-swift/issues/3594",
-         GH + "Comfy-Org/ComfyUI/issues/6483"),
+         GH + "vllm-project/vllm-ascend/issues/780", GH + "modelscope/ms-swift/issues/3594"),
     ),
     Family(
         "op_binary_missing", 52, "No kernel binary for an operator (CANN kernels / ops package)",
@@ -46,7 +45,7 @@ FAMILIES = {f.id: f for f in (
         "Install the CANN kernels / ops package of the same version as the toolkit for this chip "
         "(`ls /usr/local/Ascend/ascend-toolkit/latest/opp/built-in/op_impl/ai_core/tbe/kernel`), source set_env.sh; "
         "if it is installed, cast the input to a supported dtype (the operator and types are in the message).",
-        (TORCH_NPU_DOCS + "operator_called_error.md",),
+        (TORCH_NPU_DOCS + "operator_called_error.md", GH + "hiyouga/LlamaFactory/issues/3779"),
     ),
     Family(
         "acl_init_failed", 53, "NPU initialisation failed in torch_npu",
@@ -107,7 +106,8 @@ RULES = (
          r"Distributed package doesn't have NCCL built in|ProcessGroupNCCL is only supported with GPUs"),
     Rule("npu_not_visible", ("NPU device is not available",), r"torch_npu detected, but NPU device is not available"),
     Rule("vllm_invalid_version", ("InvalidVersion",), r"\bInvalidVersion\b"),
-    Rule("op_binary_missing", ("Cannot find bin", "Cannot find binary"), r"Cannot find bin(?:ary)? (?:of|for) op"),
+    Rule("op_binary_missing", ("Cannot find bin", "Cannot find binary", "any binary"),
+         r"Cannot find bin(?:ary)? (?:of|for) op|\bOp \w+ does not ha(?:s|ve) any binary"),
     Rule("acl_init_failed", ("AclSetCompileopt",), r"AclSetCompileopt\(.*error code is \d+"),
     Rule("mla_graph_heads", ("MLA only support",), r"numHeads / numKvHeads = \d+, MLA only support"),
     Rule("tensor_not_contiguous", ("Tensors must be contiguous", "ERR02002"), r"Tensors must be contiguous|\bERR02002\b"),

@@ -43,14 +43,16 @@ LEVEL_ERROR = (_PREFIX + r"(?:\[?\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d[,.]?\d*\]?\s+
                r"\[(?:ERROR|CRITICAL|FATAL)\]|\b(?:ERROR|CRITICAL) \d\d-\d\d \d\d:|" + _PREFIX + r"\[[EF]\d{4} \d\d:\d\d:\d\d")
 # A process that could not reach its peers or the Ray head.
 UNREACHABLE = (r"Connection refused|No route to host|Network is unreachable|Failed to connect to (?:the )?GCS|"
-               r"Unable to connect to (?:the )?GCS|Could not connect to (?:the )?(?:Ray|GCS)|"
+               r"Unable to connect to (?:the )?GCS|Could not connect to (?:the )?(?:Ray|GCS)|(?:Couldn't|Could not) reconnect to GCS|"
                r"Failed to (?:connect to|register with) (?:the )?raylet|Failed to get the GCS address")
 
 RULES = (
     Rule(UNRECOGNISED, ("Error", "Exception", "Exit", "Interrupt"), EXCEPTION, unless=_SOURCE),
     Rule(UNRECOGNISED, ("ERROR", "CRITICAL", "FATAL"), LEVEL_ERROR),
-    # glog's error / fatal lines of torch and torch_npu ("[E1204 14:14:42.222 ..."): the scanner selects them by code
-    Rule(UNRECOGNISED, (), r"^\W*(?:\(\w+ pid=\d+[^)]*\)\s*)*(?:\[rank\d+\]:\s*)?\[[EF]\d{4} \d\d:\d\d:\d\d"),
+    # glog's error / fatal lines of torch and torch_npu ("[E1204 14:14:42.222 ...", after any prefix a tool adds) and
+    # Ray's own C++ log lines at E / C / F ("[2021-04-18 06:54:54,934 C 756 756]"): the scanner selects them by code
+    Rule(UNRECOGNISED, (), r"(?:^|[\s:\]])\[[EF]\d{4} \d\d:\d\d:\d\d\.\d+|"
+                           r"^\W*\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d+ [ECF] \d+ \d+\]"),
     # no literal prefilter: SCAN_PATTERN already selects lines with a code, the pattern decides
     Rule(UNRECOGNISED, (), r"\bE[A-Z0-9]\d{4}(?=[:\s(\]]|$)|\bERR\d{5}\b"),
     Rule(UNRECOGNISED, ("died", "Died", "Worker exit type", "fatal signal"),
