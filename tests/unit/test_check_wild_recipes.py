@@ -234,3 +234,34 @@ def test_hub_clients_imported_before_the_check_are_offline_during_it(monkeypatch
     monkeypatch.setenv("HF_HUB_OFFLINE", "0")  # a user who wants the hub checked keeps it
     with report._offline():
         assert clients() == (False, False)
+
+
+def test_verls_own_ascend_examples_read_where_cann_is_missing_and_their_0_9_1_faults_are_named(home, tmp_path, check):
+    # verl's Ascend examples source CANN's environment scripts first; a host without CANN skips exactly those
+    # (listed) and reads the rest of the script as bash would
+    model = tmp_path / "Qwen3-4B"
+    model.mkdir()
+    (model / "config.json").write_text(json.dumps({"architectures": ["Qwen3ForCausalLM"], "model_type": "qwen3",
+                                                   "hidden_size": 2560, "num_hidden_layers": 36,
+                                                   "num_attention_heads": 32, "num_key_value_heads": 8,
+                                                   "intermediate_size": 9728, "vocab_size": 151936}))
+    from verl_ascend.recipe.extract import cann_env_missing
+
+    fsdp = WILD / "ascend_qwen3_4b_grpo_fsdp.sh"
+    missing = cann_env_missing(fsdp.read_text())
+    if not missing:
+        pytest.fail("CANN is installed on this host: the missing-CANN reading cannot be shown here")
+    os.environ["MODEL_PATH"] = str(model)
+    try:
+        report = check(fsdp, cwd=tmp_path)
+    finally:
+        del os.environ["MODEL_PATH"]
+    assert report["entry"].endswith("main_ppo"), report
+    assert [s for s in report["skipped"] if "set_env.sh" in s] == [f"source {p}" for p in missing], report["skipped"]
+    assert not findings(report, "extract", "error"), findings(report, "extract")
+    # the Megatron example sets use_mbridge=False, which verl 0.9.1's Megatron engine asserts against
+    report = check(WILD / "ascend_qwen3_30b_a3b_dapo_megatron.sh", cwd=tmp_path)
+    from verl_ascend.check.bridge import engine_requires_bridge
+
+    named = [f for f in findings(report, "bridge", "error") if "use_mbridge must be True" in f["message"]]
+    assert len(named) == (2 if engine_requires_bridge() else 0), findings(report, "bridge")

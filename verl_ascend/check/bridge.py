@@ -12,7 +12,7 @@ environment matches this one.
 
 from omegaconf import OmegaConf
 
-from verl_ascend.core.findings import INFO, WARNING, finding
+from verl_ascend.core.findings import ERROR, INFO, WARNING, finding
 from verl_ascend.core.platform import importable
 from verl_ascend.recipe.layout import ARR, get
 
@@ -29,11 +29,37 @@ def chosen(cfg, role: str):
     return ("mbridge" if bool(value) else "megatron.bridge"), key
 
 
+# verl's Megatron engine refuses to build without a bridge (verl 0.9.1: verl/workers/engine/megatron/transformer_impl.py,
+# `assert self.engine_config.use_mbridge, "use_mbridge must be True"`); read from the installed source, not a version
+ENGINE_ASSERT = "use_mbridge must be True"
+
+
+def engine_requires_bridge() -> bool:
+    """Does the installed verl's Megatron engine assert ``use_mbridge``? (False when it cannot be read.)"""
+    from verl_ascend.core import verl_install
+
+    root = verl_install.package_dir()
+    path = root / "workers" / "engine" / "megatron" / "transformer_impl.py" if root else None
+    try:
+        return bool(path) and ENGINE_ASSERT in path.read_text(errors="replace")
+    except OSError:
+        return False
+
+
 def findings(ctx) -> list:
     """The bridge rule over a rules.Context."""
     cfg = ctx.cfg
     out, seen = [], set()
     for lay in ctx.layouts():
+        if lay.is_megatron and ctx.engine_workers and not get(cfg, lay.key("use_mbridge"), True) \
+                and engine_requires_bridge():
+            out.append(finding("bridge", ERROR, (lay.key("use_mbridge"),),
+                               f"{lay.role}: {lay.key('use_mbridge')}=False, but this verl's Megatron engine builds its "
+                               "models only through a bridge: every Megatron worker fails at start-up with "
+                               f"AssertionError: {ENGINE_ASSERT} (verl/workers/engine/megatron/transformer_impl.py)",
+                               f"remove {lay.key('use_mbridge')}=False (verl's default is True); initial weights from "
+                               "megatron.dist_checkpointing_path still load with use_dist_checkpointing=True"))
+            continue
         if not lay.is_megatron or not get(cfg, lay.key("use_mbridge"), False):
             continue
         module, key = chosen(cfg, lay.role)

@@ -18,6 +18,7 @@ timeout. On top of that:
 
 import dataclasses
 import os
+import re
 import subprocess
 import sysconfig
 import tempfile
@@ -60,6 +61,18 @@ _PRELUDE = "\n".join(
     + [f'{name}() {{ _va_skip {name} "$@"; }}' for name in SKIPPED]
 ) + "\n"
 
+# CANN's (and NNAL's) environment scripts, which every Ascend launch script sources first (verl's Ascend examples:
+# `source /usr/local/Ascend/ascend-toolkit/set_env.sh`). Where CANN is not installed (a CPU host, a login node) the
+# script would stop at that line under `set -e`; these wrappers skip exactly such a missing script, record it, and
+# source everything else as bash does. Added only to scripts that source one, and only when it is missing here:
+# a function runs `builtin source` in its own scope, where a sourced file's plain `declare` would be local.
+CANN_ENV = re.compile(r"^\s*(?:source|\.)\s+[\"']?(\S*/Ascend/\S*set_env\.sh)", re.MULTILINE)
+_CANN_PRELUDE = (
+    'source() { if [ ! -e "${1:-}" ] && [[ "${1:-}" == */Ascend/*set_env.sh ]]; then '
+    '_va_skip source "$@"; return 0; fi; builtin source "$@"; }\n'
+    '.() { source "$@"; }\n')
+CANN_SKIPPED = "source of CANN's environment script, which is not installed here"
+
 TRAINER_MODULE_HINTS = ("main_ppo", "main_dapo", "main_grpo")
 
 
@@ -79,12 +92,17 @@ class Launch:
         return "dapo" in self.module.rsplit(".", 1)[-1] or "dapo" in self.config_name
 
 
-def _write_bins(folder: Path) -> None:
+def _write_bins(folder: Path, cann_missing: bool = False) -> None:
     for names, text in ((_RECORDED, _RECORDER), (SKIPPED, _SKIP), (("ray",), _RAY)):
         for name in names:
             (folder / name).write_text(text)
             (folder / name).chmod(0o755)
-    (folder / "prelude.sh").write_text(_PRELUDE)
+    (folder / "prelude.sh").write_text(_PRELUDE + (_CANN_PRELUDE if cann_missing else ""))
+
+
+def cann_env_missing(text: str) -> list:
+    """The CANN environment scripts ``text`` sources that do not exist on this machine."""
+    return [path for path in CANN_ENV.findall(text) if "$" not in path and not os.path.exists(path)]
 
 
 def _read_env(path: Path) -> dict:
@@ -169,7 +187,7 @@ def extract(script: str, env_overrides=None, timeout: float = 60.0, cwd=None) ->
         bins, capture, scratch = tmp / "bin", tmp / "capture", tmp / "scratch"
         for d in (bins, capture, scratch):
             d.mkdir()
-        _write_bins(bins)
+        _write_bins(bins, bool(cann_env_missing(script_path.read_text(errors="replace"))))
         env = dict(os.environ)
         env.update(env_overrides or {})
         # after the recorders, this interpreter's scripts: a recipe asking `verl-ascend bridge` (recipes/
