@@ -44,12 +44,12 @@ TERMINAL = re.compile(r"exit(?:ed)? (?:with )?(?:code|status)\s*[:=]?\s*-?[1-9]\
                       r"line \d+:\s+\d+ (?:Killed|Segmentation fault|Aborted)\b")
 # progress of a process that is not verl's trainer, read on the lines the scan selects (scanner -> Reader.progress):
 # a vLLM engine serving (its periodic throughput line, a request it took or answered: uvicorn's access line),
-# started (API server, engine initialised, weights loaded)
+# started (API server, engine initialised)
 MORE_PROGRESS = re.compile(r"Avg prompt throughput: |Application startup complete|Starting vLLM API server|"
-                           r"init engine \(profile, create kv cache, warmup model\) took|Loading (?:model )?weights took|"
+                           r"init engine \(profile, create kv cache, warmup model\) took|"
                            r"Graph capturing finished|Received request |Added request | HTTP/1\.[01]\" \d{3}\b")
 PROGRESS_ANCHORS = ("Avg prompt throughput", "Application startup complete", "Starting vLLM API server",
-                    "init engine (profile", "weights took", "Graph capturing finished", "Received request",
+                    "init engine (profile", "Graph capturing finished", "Received request",
                     "Added request", 'HTTP/1.1"', 'HTTP/1.0"')
 WINDOW = 16384                     # bytes above a mark searched for the time it happened
 TEARDOWN = datetime.timedelta(minutes=10)  # after a run's end, how long another file's errors count as its teardown
