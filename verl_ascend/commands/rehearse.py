@@ -35,7 +35,7 @@ def register(sub) -> None:
                    "EP2 from the 235B recipe's TP4 PP8 EP4)")
     p.add_argument("--nnodes", type=int, choices=(1, 2, 3, 4), default=1,
                    help="Ray nodes on this machine (default 1), --nproc ranks each, as the recipe's cluster runs them "
-                   "(trainer.nnodes): each node its own address (127.0.0.k), its own disk for the checkpoint folder "
+                   "(trainer.nnodes): the head on this machine's address, worker node k on 127.A.B.(k+1) (A.B drawn per rehearsal), each its own disk for the checkpoint folder "
                    "and Ray's (a mount namespace), and only the machine's environment, so the driver's VERL_ASCEND* "
                    "settings must travel in the job's runtime env. Between the runs, what a cluster without shared "
                    "storage needs: the files on each node listed, `ckpt check` on each node, `ckpt sync` between them, "

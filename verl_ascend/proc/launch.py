@@ -20,8 +20,11 @@ class Run:
     """One command and every process it starts. Start it from the thread that owns the run (the parent-death
     signal follows that thread)."""
 
-    def __init__(self, argv: list, env: dict, cwd: str, mark: Mark, use_namespace: bool = True):
-        self.argv, self.cwd, self.mark = list(argv), cwd, mark
+    def __init__(self, argv: list, env: dict, cwd: str, mark: Mark, use_namespace: bool = True, bound: bool = True):
+        """``bound``: the run ends when its owner ends (parent-death signal; the guard where there is no namespace).
+        ``bound=False`` is for an owner that may itself be restarted and take the run up again (``supervise``): the
+        run then outlives it, and is still found and ended by its mark."""
+        self.argv, self.cwd, self.mark, self.bound = list(argv), cwd, mark, bound
         self.env = {**env, **mark.env()}
         self.prefix = namespace.prefix() if use_namespace else []
         self.proc = None
@@ -35,12 +38,12 @@ class Run:
 
     def start(self, stdout=subprocess.PIPE, text: bool = True):
         """Start the command; its output goes to ``stdout`` (a pipe to read, or a file), stderr with it."""
-        if not self.namespaced:
+        if not self.namespaced and self.bound:
             self._guard = guard.start_guard(self.mark)  # ends the run if the owner is killed
         self.proc = subprocess.Popen(self.prefix + self.argv, cwd=self.cwd, env=self.env, stdin=subprocess.DEVNULL,
                                      stdout=stdout, stderr=subprocess.STDOUT, text=text,
                                      errors="replace" if text else None, start_new_session=True,
-                                     preexec_fn=guard.die_with_parent(os.getpid()))
+                                     preexec_fn=guard.die_with_parent(os.getpid()) if self.bound else None)
         return self.proc
 
     def wait_namespace(self) -> str:

@@ -34,8 +34,11 @@ def prefix() -> list:
 
 
 def set_available(available: bool) -> None:
-    """Decide for this process whether namespaces are used (tests of the fallback: a host that refuses them)."""
-    _works[:] = [prefix() if available else []]
+    """Decide for this process whether namespaces are used (tests of the fallback: a host that refuses them);
+    ``True`` finds out again whether this host gives one."""
+    _works.clear()
+    if not available:
+        _works.append([])
 
 
 def namespace_of(pid: int, kind: str) -> str:
