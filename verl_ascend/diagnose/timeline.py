@@ -24,6 +24,8 @@ import dataclasses
 import datetime
 import re
 
+from verl_ascend.core import runlog
+
 from . import context
 
 FATAL, HANDLED, SHUTDOWN = "fatal", "handled", "shutdown"
@@ -34,10 +36,13 @@ _STEP_BEFORE = b" \t)]\n"          # what may precede verl's "step:N - " (not "g
 # so a bar line after an error is no sign that the run went on
 PROGRESS = (b"Saving checkpoint to", b"Checkpoint save completed", b"validation metrics")
 # a mark that says the run reached its end; searched in the line that holds a PROGRESS / END literal
-# verl-ascend rehearse writes the trainer's exit code as the last line of its console log ("... exited with code 0 (train)")
-END = (b"Training Progress: 100%", b"Final validation metrics", b"' succeeded", b"the trainer exited with code 0 ")
+# verl-ascend rehearse writes the trainer's exit code as the last line of its console log ("... exited with code 0 (train)");
+# its words are core.runlog's, the one place rehearse and diagnose share them
+_REHEARSAL_END = runlog.EXIT_LINE + "0 "
+END = (b"Training Progress: 100%", b"Final validation metrics", b"' succeeded",
+       _REHEARSAL_END[len(runlog.PREFIX) + 1:].encode())
 _END = re.compile(rb"Training Progress: 100%|Final validation metrics|Job '[^']+' succeeded|"
-                  rb"^verl-ascend rehearse: the trainer exited with code 0 ", re.MULTILINE)
+                  + runlog.exit_line_pattern("0").encode(), re.MULTILINE)
 # a non-zero exit of the job or of the command itself: the run did not end cleanly, whatever it printed before
 TERMINAL = re.compile(r"exit(?:ed)? (?:with )?(?:code|status)\s*[:=]?\s*-?[1-9]\d*|exitcode\s*:\s*-?[1-9]\d*|"
                       r"non-zero exit status -?[1-9]|Job '[^']+' failed|^\s*Killed\s*$|"

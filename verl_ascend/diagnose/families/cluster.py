@@ -1,5 +1,7 @@
 """Ray on Ascend: a cluster started with GPUs instead of NPUs, Ray rewriting the visible devices, Ray's memory monitor."""
 
+from verl_ascend.core import runlog
+
 from .model import GH, Family, Rule
 
 # Ray's line when a node stops answering (the driver's WARNING, the GCS's error); group 1 is the node's address when
@@ -8,7 +10,7 @@ NODE_MARKED_DEAD = (r"node (?:with )?(?:node|client) (?:id|ID):? .+? (?:and (?:a
                     r"because the (?:detector|monitor) has missed too many heartbeats")
 # the rehearsal's own verdict on a worker node it killed (rehearse --fault worker-node; rehearse/cluster.py writes it,
 # tests/process/test_rehearse_nodes_fault.py reads a real one back through diagnose); group 1 is the address
-OWN_VERDICT = r"verl-ascend rehearse: error: node \d+ \(worker node \d+, (\S+)\) died mid-step"
+OWN_VERDICT = runlog.own_verdict_pattern()
 
 # How late Ray's line can be: the GCS marks a node dead after health_check_failure_threshold (5) failed checks, each
 # failing at once (a refused connection; checks health_check_period_ms = 3 s apart) or after health_check_timeout_ms
