@@ -32,3 +32,14 @@ def non_negative_int(text: str) -> int:
     if not text.strip().isdigit():
         raise argparse.ArgumentTypeError(f"{text!r} is not a whole number >= 0")
     return int(text)
+
+
+def learning_rate(text: str) -> str:
+    """A positive finite number, kept as written (``1e-2`` reaches Hydra as ``1e-2``)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive learning rate (e.g. 1e-3)")
+    return text.strip()

@@ -1,6 +1,6 @@
 """``verl-ascend rehearse RECIPE.sh``: the recipe's real main_ppo loop, tiny, on this machine's CPU."""
 
-from verl_ascend.commands._args import positive_int
+from verl_ascend.commands._args import learning_rate, positive_int
 from verl_ascend.rehearse import rehearsal
 
 
@@ -29,6 +29,9 @@ def register(sub) -> None:
                    help="extra Hydra override appended to the recipe's, as its \"$@\" would be; repeatable "
                    "(e.g. --override reward.custom_reward_function.path=my_reward.py)")
     p.add_argument("--steps", type=positive_int, default=2, help="training steps before the checkpoint (default 2)")
+    p.add_argument("--lr", type=learning_rate, metavar="RATE",
+                   help="the actor's learning rate (default 1e-3, the rehearsal's own: a tiny random model needs a large one "
+                   "to show a learning signal in a few steps; the recipe's and an --override's optim.lr are replaced either way)")
     p.add_argument("--nproc", type=int, choices=(1, 2, 4), default=2,
                    help="CPU training ranks per node (default 2). A Megatron recipe keeps as many of its parallel kinds above 1 as the "
                    "ranks hold, TP first on a tie (2 ranks: TP2; 4 ranks: TP2 PP2 from the 32B recipe's TP8 PP2, TP2 PP2 "

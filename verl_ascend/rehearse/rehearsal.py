@@ -293,7 +293,8 @@ def _rehearse(options, recipe, launch, out, ckpt_dir, work, model_dir, started, 
                               val_file=val, nproc=nproc, steps=steps, prompt_length=plen,
                               response_length=RESPONSE_LENGTH, ckpt_dir=str(ckpt_dir), ray_tmp=ray_tmp,
                               n_resp=N_RESP, batch=batch, reward_file=reward_file, megatron=megatron,
-                              critic=needs_critic(cfg), nnodes=nnodes, recipe_world=node_shape(cfg))
+                              critic=needs_critic(cfg), nnodes=nnodes, recipe_world=node_shape(cfg),
+                              lr=getattr(options, "lr", None) or plan_mod.REHEARSAL_LR)
     use_v1 = plan_mod.value_of(overrides, "trainer.use_v1", "True (verl 0.9 default)")
     changes = [f"model: {built['architecture']} ({built['model_type']}) from {built['source']} -> "
                f"{built['layers']} layers, hidden {built['hidden']}, vocab {built['vocab']}, {built['params']:,} "

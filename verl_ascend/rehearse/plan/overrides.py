@@ -189,10 +189,11 @@ def _npu_only(key: str, value, npu_profiler: bool):
 def build(config_name: str, recipe_overrides: list, *, model_dir: str, train_file: str, val_file: str, nproc: int,
           steps: int, prompt_length: int, response_length: int, ckpt_dir: str, ray_tmp: str, n_resp: int,
           batch: int, reward_file: str = "", megatron: Megatron = None, critic: bool = False, nnodes: int = 1,
-          recipe_world: tuple = (1, 8)) -> Plan:
+          recipe_world: tuple = (1, 8), lr: str = REHEARSAL_LR) -> Plan:
     """The rehearsal's overrides on top of the recipe's. ``nproc`` is ranks per node; with ``nnodes`` > 1 main_ppo
     joins the rehearsal's own Ray cluster (:mod:`.cluster`, which gives each node its resources), so ray_init gets
-    no sizes of its own (ray.init refuses them when it connects to a cluster)."""
+    no sizes of its own (ray.init refuses them when it connects to a cluster). ``lr`` is the actor's learning rate
+    (``rehearse --lr``; the recipe's is replaced either way)."""
     changes, kept, dropped = [], [], {}
     name = config_name or "ppo_trainer"
     rules = COMMON + (MEGATRON_ONLY if megatron else FSDP_ONLY)
@@ -219,7 +220,7 @@ def build(config_name: str, recipe_overrides: list, *, model_dir: str, train_fil
         "actor_rollout_ref.model.use_remove_padding=False",
         "actor_rollout_ref.model.enable_gradient_checkpointing=False",
         "actor_rollout_ref.actor.use_torch_compile=False", "actor_rollout_ref.ref.use_torch_compile=False",
-        f"actor_rollout_ref.actor.optim.lr={REHEARSAL_LR}",
+        f"actor_rollout_ref.actor.optim.lr={lr}",
         "actor_rollout_ref.rollout.name=hf", f"actor_rollout_ref.rollout.tensor_model_parallel_size={nproc}",
         f"actor_rollout_ref.rollout.n={n_resp}", "actor_rollout_ref.rollout.agent.num_workers=1",
         f"data.train_files={train_file}", f"data.val_files={val_file}",
@@ -270,8 +271,9 @@ def build(config_name: str, recipe_overrides: list, *, model_dir: str, train_fil
         f"rollout: hf (transformers generate), one server per {nproc} rank(s) (TP {nproc}), {n_resp} responses per "
         "prompt, 1 agent-loop "
         "worker, 1 TransferQueue storage unit",
-        f"learning rate -> {REHEARSAL_LR}: a tiny random model for a few steps; at the recipe's rate the "
-        "update is too small to move actor/kl_loss",
+        f"learning rate -> {lr}: a tiny random model for a few steps; at the recipe's rate the update is too "
+        "small to move actor/kl_loss" if lr == REHEARSAL_LR else f"learning rate -> {lr} (--lr; the rehearsal's "
+        f"default is {REHEARSAL_LR})",
         f"sizes: batch {batch} prompts, prompt <= {prompt_length} tokens, response <= {response_length} tokens, "
         f"micro batch {micro}, one mini-batch per step",
         f"schedule: {steps} step(s), checkpoint every step, no validation, console logger, then resume for 1 step; "
