@@ -30,6 +30,16 @@ REHEARSE_MARK = "VERL_ASCEND_REHEARSE_RUN"
 SUPERVISE_MARK = "VERL_ASCEND_SUPERVISE_RUN"
 MARKS = (REHEARSE_MARK, SUPERVISE_MARK)
 
+# a fault `rehearse --supervise --fault KIND` plants inside its own loop (rehearse/loop/fault.py): the supervisor
+# gives ``KIND@CHECKPOINT_DIR`` to the attempts that carry it (the first only, or every one for a crash loop);
+# ray_runtime_env carries it to the workers. Not a setting: node lines leave it out, as they leave the marks.
+FAULT_VAR = "VERL_ASCEND_REHEARSE_FAULT"
+NOT_SETTINGS = MARKS + (FAULT_VAR,)
+# the kinds the loop itself plants in the actor's rank 0, at its first optimizer step after a checkpoint exists
+FAULT_KILL = "kill-worker"   # SIGKILL: a Ray worker dies mid-step (the OOM killer's way)
+FAULT_STOP = "hang-rank"     # SIGSTOP: a rank stops mid-update, the others wait for it in a collective
+FAULT_LOOP = "crash-loop"    # SIGKILL at the same step in every attempt
+
 
 def node_line(ip: str, role: str, device: str, platform: str, settings: dict) -> str:
     """The line :data:`NODE_LINE` reads."""

@@ -125,3 +125,19 @@ def decide(failure: Failure, earlier=(), tracker_now=None, restarts_done: int = 
     why = "retried once (--retry-unknown)" if cls == UNKNOWN else f"a {cls} failure"
     return Decision(RETRY, f"{failure.family}: {why}; restart {restarts_done + 1} of {policy.max_restarts} "
                     f"after {delay:.0f} s", delay_s=delay)
+
+
+def family_of(found, log: str) -> tuple:
+    """(family, fix, diagnose's retry class or None) of a detector's finding ``found``: the detector's own family
+    for a hang, an incomplete exit or a health flag; else diagnose's first failure in the attempt's console
+    (``diagnose.classify``), or the detector's family when diagnose names none."""
+    own = found.details.get("family")
+    if found.code in ("hang", "incomplete_exit") or own in OWN:
+        return own, found.fix, None
+    from verl_ascend.diagnose import classify
+
+    verdict = classify(log)
+    findings = verdict.diagnosis.findings if verdict.diagnosis is not None else []
+    fam = verdict.family or (findings[0].code if findings else own) or "unrecognised_failure"
+    fix = next((f.fix for f in findings if f.code == fam), found.fix)
+    return fam, fix, verdict.retry_class if verdict.family == fam else None

@@ -21,8 +21,9 @@ from verl_ascend.core.findings import WARNING, Finding
 from verl_ascend.proc import follow, marks
 from verl_ascend.proc import launch as proc_launch
 
+from . import attempt as A
 from . import decide as D
-from . import detect, evidence, launch, timeline
+from . import detect, evidence, launch, relaunch, timeline
 from . import report as R
 
 KEEP_TAIL = 50          # console lines kept in the live snapshot besides the ones that matter to a detector
@@ -38,7 +39,11 @@ class Options:
     retry_unknown: bool = False
     dry_run: bool = False
     deadline: float = None          # epoch seconds
-    wait_nodes: float = 600.0       # s to wait for nodes to come back (multi-node; see docs/supervise.md)
+    wait_nodes: float = 600.0       # s to wait for --nodes to answer again before giving up
+    nodes: tuple = ()               # every node of the run ([user@]host[:port], head first): relaunch.py's steps
+    ssh: str = "ssh"                # how the nodes are reached (as ckpt sync's --ssh)
+    remote_python: str = None       # python with verl-ascend on the nodes (default: this one's path)
+    bound: bool = False             # True: an attempt ends with its supervisor (rehearse); False: it outlives it
     budgets: detect.Budgets = None  # defaults, with hang_after applied
     policy: D.Policy = None
     poll_s: float = 2.0
@@ -51,71 +56,9 @@ def _say(text: str) -> None:
     print(f"verl-ascend supervise: {text}", flush=True)
 
 
-def _folder_bytes(path) -> int:
-    total = 0
-    for root, _, names in os.walk(path):
-        for n in names:
-            try:
-                total += os.lstat(os.path.join(root, n)).st_size
-            except OSError:
-                pass
-    return total
-
-
-def _tracker(settings: dict):
-    folder = settings.get("default_local_dir")
-    if not folder:
-        return None
-    try:
-        text = open(os.path.join(folder, "latest_checkpointed_iteration.txt")).read().strip()
-    except OSError:
-        return None
-    return int(text) if text.isdigit() else None
-
-
 def _interesting(text: str) -> bool:
     return bool("step:" in text or timeline.SAVE_STARTS.search(text) or timeline.RESUMED.search(text)
                 or timeline.SCRATCH in text or launch.TOTAL_STEPS.search(text) or detect.family_of(text))
-
-
-def _pid_start(pid: int):
-    return evidence.proc_state(pid).get("start")
-
-
-class _Started:
-    """An attempt this supervisor started (``proc.launch.Run``), behind the handle the loop watches."""
-
-    def __init__(self, run: proc_launch.Run):
-        self.run, self.mark, self.pid = run, run.mark, run.proc.pid
-
-    def poll(self):
-        return self.run.proc.poll()
-
-    def pids(self):
-        return self.run.pids()
-
-    def end(self):
-        survivors = self.run.end()
-        self.run.release_guard()
-        return survivors
-
-
-class _Attached:
-    """An attempt a previous supervisor started that still lives: watched through its marked processes."""
-
-    def __init__(self, attempt: R.Attempt):
-        var, _, value = attempt.mark.partition("=")
-        self.mark = marks.Mark(var, value)
-        self.pid = attempt.pid
-
-    def poll(self):
-        return None if marks.marked(self.mark) else 0
-
-    def pids(self):
-        return marks.marked(self.mark)
-
-    def end(self):
-        return marks.end_marked(self.mark)
 
 
 class Supervisor:
@@ -130,11 +73,12 @@ class Supervisor:
         self.history = []        # step records of earlier attempts (they teach the budgets)
         self.startup_seen = None
         self.expected_resume = None
+        self.resume_args = launch.resume_overrides()  # what the next relaunch resumes with (relaunch.resume_point)
         self.clock = time.monotonic() - time.time()  # monotonic = wall + clock
 
     # -- one attempt ------------------------------------------------------------------------------------
     def _argv(self, number: int) -> list:
-        extra = launch.resume_overrides() if number > 1 else []
+        extra = list(self.resume_args) if number > 1 else []
         if self.o.deadline:
             save = max((s.phases().get(timeline.SAVE, 0.0) for s in self.history), default=0.0) or None
             extra += launch.deadline_overrides(self.o.deadline, save)[1]
@@ -152,15 +96,15 @@ class Supervisor:
         if self.o.deadline:
             env.update(launch.deadline_overrides(self.o.deadline)[0])
         mark = marks.Mark(runlog.SUPERVISE_MARK, f"{os.path.basename(os.path.abspath(self.o.run_dir))}-{os.getpid()}-{number}")
-        run = proc_launch.Run(argv, env, self.cwd, mark)
+        run = proc_launch.Run(A.wrapped(argv, folder), env, self.cwd, mark, bound=self.o.bound)
         with open(log, "w") as out:
             run.start(stdout=out, text=True)
-        attempt = R.Attempt(number, argv, log, pid=run.proc.pid, pid_start=_pid_start(run.proc.pid), mark=str(mark),
+        attempt = R.Attempt(number, argv, log, pid=run.proc.pid, pid_start=A.proc_start(run.proc.pid), mark=str(mark),
                             started=time.time())
         self.report.attempts.append(attempt)
         self.report.write()
         _say(f"attempt {number} started (pid {run.proc.pid}, {mark}); console {log}")
-        return attempt, _Started(run)
+        return attempt, A.Started(run)
 
     def watch(self, attempt: R.Attempt, handle):
         """Watch until a detector fires or the attempt ends; returns (failure finding or None, snapshot)."""
@@ -185,7 +129,7 @@ class Supervisor:
             snap.cpu.append((now, evidence.cpu_sample(handle.pids())))
             snap.cpu = snap.cpu[-200:]
             if ckpt_dir and now >= next_ckpt:
-                snap.ckpt.append((now, _folder_bytes(ckpt_dir)))
+                snap.ckpt.append((now, relaunch.folder_bytes(ckpt_dir)))
                 snap.ckpt, next_ckpt = snap.ckpt[-50:], now + CKPT_EVERY
             if code is not None:
                 snap.exit_code, snap.ended = code, now
@@ -207,7 +151,7 @@ class Supervisor:
                             return f, snap
                 self.report.write()
             if code is not None:
-                return detect.exited(snap, self.settings.get("total_training_steps"), _tracker(self.settings)), snap
+                return detect.exited(snap, self.settings.get("total_training_steps"), relaunch.local_tracker(self.settings)), snap
             found = detect.live_failure(snap, self.budgets) or detect.hang(snap, self.budgets, self.history,
                                                                              self.startup_seen)
             if found is not None and not self.o.dry_run:
@@ -246,35 +190,58 @@ class Supervisor:
         self.report.findings.append(f)
         _say(f.message)
 
-    def checkpoint(self):
-        """``ckpt check`` of the checkpoint a relaunch loads: None when fine or unknown, else the finding that stops."""
+    def tracker_now(self):
+        """The checkpoint step the trainer's tracker names now (on the nodes: the newest any of them names)."""
+        if not self.o.nodes:
+            return relaunch.local_tracker(self.settings)
         folder = self.settings.get("default_local_dir")
-        self.expected_resume = _tracker(self.settings)
-        if not folder or not os.path.isdir(folder) or self.expected_resume is None:
+        try:
+            states = relaunch.node_states(self.o, folder) if folder else {}
+        except Exception as exc:  # a node that does not answer: the relaunch's wait says so
+            _say(f"trackers on the nodes not read: {exc}")
             return None
-        from verl_ascend.ckpt import report as ckpt_report
+        return max((s["tracker"] for s in states.values() if s.get("tracker") is not None), default=None)
 
-        checked = ckpt_report.check(folder)
-        errors = [f for f in checked.findings if f.severity == "error"]
-        _say(f"checkpoint {folder}: global_step_{checked.step}, " + (f"{len(errors)} error(s)" if errors else "resumable"))
-        return errors[0] if errors else None
+    def prepare_relaunch(self, attempt):
+        """The steps before a relaunch (relaunch.py): the other nodes cleared and back, the checkpoint synced and
+        checked. None when the relaunch may go (``self.resume_args`` set), else (state, exit code, reason)."""
+        if self.o.nodes:
+            left = relaunch.end_on_nodes(self.o, attempt.mark)
+            _say("the attempt on the nodes: " + "; ".join(f"{n}: " + ("nothing left" if v == [] else str(v))
+                                                          for n, v in left.items()))
+            gone = relaunch.wait_nodes(self.o)
+            if gone:
+                return R.GAVE_UP, D.EXIT_GAVE_UP, (f"node(s) not back within --wait-nodes {self.o.wait_nodes:g} s: "
+                                                   + "; ".join(f"{n}: {why}" for n, why in gone.items()))
+        folder = self.settings.get("default_local_dir")
+        if not folder:
+            self.expected_resume = None
+            return None
+        if len(self.o.nodes) > 1:
+            code, synced = relaunch.sync(self.o, folder, self._call)
+            _say(f"ckpt sync {folder} --all over {len(self.o.nodes)} nodes: exit {code}"
+                 + "".join(f"; {f['subject']}: {f['message']}" for f in synced.get("findings", ())
+                           if f.get("severity") == "error")[:600])
+        args, said, damaged = relaunch.resume_point(self.o, folder)
+        _say(f"checkpoint {folder}: {said}")
+        if args is None:
+            return R.STOPPED, D.EXIT_NO_REQUEUE, (f"the checkpoint a resume loads is damaged and no earlier step is "
+                                                  f"whole: {damaged}; fix: copy an intact copy of it from another node "
+                                                  "(verl-ascend ckpt sync) or train from scratch")
+        self.resume_args = args
+        path = next((a.split("=", 1)[1] for a in args if a.startswith("trainer.resume_from_path=")), None)
+        self.expected_resume = int(path.rsplit("_", 1)[1]) if path else self.tracker_now()
+        if damaged:
+            self.report.findings.append(Finding(WARNING, folder, said, "the damaged step is saved again when the run "
+                                                "reaches it", code="ckpt_fallback"))
+        return None
+
+    def _call(self, argv, timeout):
+        """A step of the relaunch run as a run of its own (marked, namespaced, ended with its timeout)."""
+        mark = marks.Mark(runlog.SUPERVISE_MARK, f"relaunch-{os.getpid()}-{time.time_ns()}")
+        return proc_launch.call(argv, self.env, self.cwd, mark, timeout)
 
     # -- after a failure ----------------------------------------------------------------------------------
-    def diagnose(self, attempt, found):
-        """(family, fix, diagnose's retry class or None) of the failure: diagnose's first failure in the attempt's
-        console, else the detector's own family."""
-        own = found.details.get("family")
-        if found.code in ("hang", "incomplete_exit") or found.code in detect.HEALTH_CODES:
-            return own, found.fix, None
-        from verl_ascend.diagnose import report as dreport
-        from verl_ascend.diagnose import scan
-
-        result = dreport.build(scan.scan([attempt.log]))
-        first = result.first_failure or {}
-        fam = first.get("family") or (result.findings[0].code if result.findings else own) or "unrecognised_failure"
-        fix = next((f.fix for f in result.findings if f.code == fam), found.fix)
-        return fam, fix, first.get("retry_class") if first.get("family") == fam else None
-
     def conclude(self, attempt, handle, found, snap) -> D.Decision:
         attempt.detected_at = time.time()
         attempt.failed_at = (found.details.get("failed_at") or snap.now) - self.clock
@@ -285,12 +252,12 @@ class Supervisor:
             attempt.evidence = folder
             for line in got["summary"]:
                 _say(f"evidence: {line}")
-        family, fix, given = self.diagnose(attempt, found)
+        family, fix, given = D.family_of(found, attempt.log)
         cls = D.retry_class(family, {"retry_class": given})
         attempt.family, attempt.retry_class, attempt.fix = family, cls, fix
         earlier = [{"family": a.family, "retry_class": a.retry_class, "tracker": a.tracker}
                    for a in self.report.attempts[:-1] if a.family]
-        tracker = _tracker(self.settings)
+        tracker = self.tracker_now()
         decision = D.decide(D.Failure(family, cls, found.message, fix), earlier, tracker,
                             len(self.report.attempts) - 1, self.policy)
         attempt.tracker = tracker
@@ -337,7 +304,7 @@ class Supervisor:
         cur = old.current()
         if cur is None or old.state != R.RUNNING:
             return None
-        if cur.pid and _pid_start(cur.pid) == cur.pid_start and cur.mark:
+        if cur.pid and A.proc_start(cur.pid) == cur.pid_start and cur.mark:
             _say(f"attempt {cur.number} (pid {cur.pid}) still runs: watching it, not starting another")
             return cur
         cur.ended, cur.detected, cur.reason = time.time(), "supervisor_gone", "its supervisor ended; so did it"
@@ -347,32 +314,56 @@ class Supervisor:
         attached = self.resume_state()
         while True:
             if attached is not None:
-                attempt, handle = attached, _Attached(attached)
+                attempt, handle = attached, A.Attached(attached.mark, attached.pid, os.path.dirname(attached.log))
                 attached = None
             else:
                 attempt, handle = self.start(len(self.report.attempts) + 1)
-            found, snap = self.watch(attempt, handle)
-            if found is None:
-                self.finish_attempt(attempt, handle, snap)
-                if self.o.deadline and time.time() >= self.o.deadline:
-                    return self.stop(R.GAVE_UP, D.EXIT_GAVE_UP, "the deadline came; requeue to go on from the save")
-                if self.o.dry_run and self.report.findings:
-                    return self.stop(R.WATCHED, D.EXIT_GAVE_UP, "dry run: failures seen, nothing done about them")
-                return self.stop(R.DONE, D.EXIT_DONE, f"finished at step {attempt.last_step}")
-            decision = self.conclude(attempt, handle, found, snap)
+            try:
+                done = self.one(attempt, handle)
+            except BaseException as exc:  # a stop signal (guard.Stopped), Ctrl-C, an error of ours
+                self.interrupted(attempt, handle, exc)
+                raise
+            if done is not None:
+                return done
+
+    def one(self, attempt, handle):
+        """Watch one attempt to its end and act on it: the report when the run is over, None to relaunch."""
+        found, snap = self.watch(attempt, handle)
+        if found is None:
             self.finish_attempt(attempt, handle, snap)
-            if self.o.dry_run:
-                return self.stop(R.WATCHED, D.EXIT_GAVE_UP, f"dry run: would {decision.action}: {decision.reason}")
-            if decision.action != D.RETRY:
-                state = R.STOPPED if decision.exit_code == D.EXIT_NO_REQUEUE else R.GAVE_UP
-                return self.stop(state, decision.exit_code, decision.reason)
-            damaged = self.checkpoint()
-            if damaged is not None:
-                return self.stop(R.STOPPED, D.EXIT_NO_REQUEUE, f"the checkpoint a resume loads is damaged: "
-                                 f"{damaged.subject}: {damaged.message}; fix: {damaged.fix}")
-            self.report.write()
-            _say(f"relaunching in {decision.delay_s:.0f} s with trainer.resume_mode=auto")
-            time.sleep(decision.delay_s)
+            if self.o.deadline and time.time() >= self.o.deadline:
+                return self.stop(R.GAVE_UP, D.EXIT_GAVE_UP, "the deadline came; requeue to go on from the save")
+            if self.o.dry_run and self.report.findings:
+                return self.stop(R.WATCHED, D.EXIT_GAVE_UP, "dry run: failures seen, nothing done about them")
+            return self.stop(R.DONE, D.EXIT_DONE, f"finished at step {attempt.last_step}")
+        decision = self.conclude(attempt, handle, found, snap)
+        self.finish_attempt(attempt, handle, snap)
+        if self.o.dry_run:
+            return self.stop(R.WATCHED, D.EXIT_GAVE_UP, f"dry run: would {decision.action}: {decision.reason}")
+        if decision.action != D.RETRY:
+            state = R.STOPPED if decision.exit_code == D.EXIT_NO_REQUEUE else R.GAVE_UP
+            return self.stop(state, decision.exit_code, decision.reason)
+        stop = self.prepare_relaunch(attempt)
+        if stop is not None:
+            return self.stop(*stop)
+        self.report.write()
+        _say(f"relaunching in {decision.delay_s:.0f} s with {' '.join(self.resume_args)}")
+        time.sleep(decision.delay_s)
+        return None
+
+    def interrupted(self, attempt, handle, exc) -> None:
+        """The supervisor itself is stopped. Bound, the attempt ends with it; unbound, it goes on training, and a
+        supervisor started again on the run folder watches it."""
+        if not self.o.bound:
+            if attempt.ended is None:
+                _say(f"stopped ({type(exc).__name__}); attempt {attempt.number} goes on (its processes carry "
+                     f"{attempt.mark}): `verl-ascend supervise --run-dir {self.o.run_dir} -- ...` watches it again, "
+                     f"`python -m verl_ascend.proc.marks end {attempt.mark}` ends it")
+            return
+        if attempt.ended is None:
+            proc_launch.note_survivors(exc, handle.end())
+            attempt.ended, attempt.detected = time.time(), "supervisor_stopped"
+        self.stop(R.GAVE_UP, D.EXIT_GAVE_UP, f"the supervisor was stopped ({type(exc).__name__}); the attempt was ended")
 
 
 def supervise(argv, env=None, cwd=None, options: Options = None, **kwargs) -> R.Report:
@@ -386,6 +377,10 @@ def supervise(argv, env=None, cwd=None, options: Options = None, **kwargs) -> R.
         if name not in detect.HEALTH_CODES:
             raise launch.BadCommand(f"--stop-on {name}: not a health flag; choose from {', '.join(detect.HEALTH_CODES)}")
     _check_run_dir(options.run_dir)
+    gone = relaunch.unreachable(options) if options.nodes else {}
+    if gone:
+        raise launch.BadCommand("--nodes: " + "; ".join(f"{n}: {why}" for n, why in gone.items()) + "; list every node "
+                                "of the run as [user@]host[:port] that `--ssh` reaches without a password")
     settings = dict(options.settings) if options.settings is not None else launch.facts(argv, env, cwd)
     launch.check(argv, settings)
     return Supervisor(argv, env, cwd, options, settings).loop()

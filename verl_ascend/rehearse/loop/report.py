@@ -274,4 +274,4 @@ def settings_of(environ) -> dict:
     reports them: the run's mark and values with spaces left out."""
     from verl_ascend.patches.ray_runtime_env import forwarded
 
-    return {k: v for k, v in forwarded(environ).items() if k not in runlog.MARKS and " " not in v}
+    return {k: v for k, v in forwarded(environ).items() if k not in runlog.NOT_SETTINGS and " " not in v}

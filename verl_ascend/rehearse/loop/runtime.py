@@ -20,7 +20,8 @@ How: six records, shown by ``verl-ascend status`` like the patches, that act onl
                                                     path and rollout_order's verdict on it (inloop.py);
                         verl checkpoint managers    after each save/load an actor rank says how many shard
                                                     entries ckpt_validation checked, in how long;
-                        verl EngineRegistry         each worker names the engine class verl picked;
+                        verl EngineRegistry         each worker names the engine class verl picked (and
+                                                    arms the fault `rehearse --supervise` plants: fault.py);
                         megatron TransformerBlock   each rank names its pipeline stage, layers, experts
 Upstream: none; verl has no CPU training path (the duplicate back-end string is verl's
     ``initialize_global_process_group_ray`` in ``verl/utils/distributed.py``).
@@ -173,7 +174,9 @@ def _report_apply(module):
     if module.__name__.startswith("verl.utils.checkpoint."):
         return watch_checkpoints(module)
     if module.__name__ == ENGINE_BASE:
-        return watch_engines(module)
+        from .fault import arm
+
+        return watch_engines(module) + arm()  # a training process: where a planted fault waits (fault.py)
     return watch_manager(module)
 
 

@@ -1,0 +1,77 @@
+"""A fault planted inside a rehearsal's own loop, for ``rehearse --supervise --fault KIND``: what a supervisor meets.
+
+The supervisor gives the attempt that carries the fault ``VERL_ASCEND_REHEARSE_FAULT=KIND@CHECKPOINT_DIR``
+(``core.runlog``: the first attempt only, or every one for a crash loop); ``ray_runtime_env`` carries it to every Ray
+worker. In each process that builds a training engine (``rehearse_report`` arms this where verl's
+``EngineRegistry`` is imported) a global optimizer-step pre-hook waits for its moment: the actor's rank 0, at
+its first optimizer step after verl's tracker (``latest_checkpointed_iteration.txt``) exists in the checkpoint
+folder — mid-update of the step after the first checkpoint, in the first attempt; in a relaunch resumed from that
+checkpoint, the same step again. There it says what it does (a line in the run's console), then:
+
+- ``kill-worker`` / ``crash-loop``: SIGKILL to itself, as the host's OOM killer ends a Ray worker: Ray reports
+  the actor dead, verl's driver fails;
+- ``hang-rank``: SIGSTOP to itself, as Megatron-LM's and nvidia-resiliency-ext's tests simulate a hung rank: the
+  other ranks wait for it in their next collective, the driver in ``ray.get``; nothing fails, nothing moves.
+"""
+
+import os
+import signal
+
+from verl_ascend.core import runlog
+
+SIGNALS = {runlog.FAULT_KILL: signal.SIGKILL, runlog.FAULT_LOOP: signal.SIGKILL, runlog.FAULT_STOP: signal.SIGSTOP}
+TRACKER = "latest_checkpointed_iteration.txt"
+_armed = []
+
+
+def wanted(environ=os.environ):
+    """(kind, checkpoint folder) of the fault this process carries, or None (unset, or a kind planted elsewhere)."""
+    kind, _, folder = environ.get(runlog.FAULT_VAR, "").partition("@")
+    return (kind, folder) if kind in SIGNALS and folder else None
+
+
+def env(kind: str, ckpt_dir) -> dict:
+    """The environment of an attempt that carries the fault (what the supervisor adds to it)."""
+    return {runlog.FAULT_VAR: f"{kind}@{ckpt_dir}"}
+
+
+def _rank() -> int:
+    try:
+        import torch.distributed as dist
+
+        return dist.get_rank() if dist.is_initialized() else 0
+    except Exception:
+        return 0
+
+
+def _hook(kind: str, folder: str):
+    def pre_step(optimizer, args, kwargs):
+        tracker = os.path.join(folder, TRACKER)
+        if _armed[0] is None or _rank() != 0 or not os.path.isfile(tracker):
+            return None
+        _armed[0] = None  # once
+        try:
+            step = open(tracker).read().strip()
+        except OSError:
+            step = "?"
+        sig = SIGNALS[kind]
+        print(f"{runlog.PREFIX} {runlog.FAULT_PLANTED}{kind}: actor rank 0 (pid {os.getpid()}) gets "
+              f"{signal.Signals(sig).name} in its optimizer step after global_step_{step}", flush=True)
+        os.kill(os.getpid(), sig)
+        return None
+
+    return pre_step
+
+
+def arm() -> str:
+    """Install the hook in this process when it carries a fault (once); says what it did, for the record's detail."""
+    found = wanted()
+    if found is None:
+        return ""
+    if _armed:
+        return f"; fault {found[0]} armed"
+    from torch.optim.optimizer import register_optimizer_step_pre_hook
+
+    _armed.append(found)
+    register_optimizer_step_pre_hook(_hook(*found))
+    return f"; fault {found[0]} armed (rank 0, first optimizer step after a checkpoint in {found[1]})"
