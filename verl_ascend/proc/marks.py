@@ -25,9 +25,9 @@ class Mark(NamedTuple):
         return {self.var: self.value}
 
 
-def marked(mark: Mark) -> list:
-    """Pids of every process this user can read whose environment carries the mark (zombies have ended)."""
-    wanted = str(mark).encode()
+def _environ_scan(holds) -> list:
+    """Pids (sorted) of the processes this user can read whose environment items satisfy ``holds(items)``; this
+    process left out, and zombies (their environment reads empty: they have ended already)."""
     found = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit() or int(entry.name) == os.getpid():
@@ -36,26 +36,22 @@ def marked(mark: Mark) -> list:
             environ = (entry / "environ").read_bytes()
         except OSError:
             continue
-        if wanted in environ.split(b"\0"):  # a zombie reads empty: it has ended already
+        if holds(environ.split(b"\0")):
             found.append(int(entry.name))
     return sorted(found)
+
+
+def marked(mark: Mark) -> list:
+    """Pids of every process this user can read whose environment carries the mark (any namespace)."""
+    wanted = str(mark).encode()
+    return _environ_scan(lambda items: wanted in items)
 
 
 def carrying(var: str, value_prefix: str) -> list:
     """Pids of every process whose ``var`` starts with ``value_prefix``: all runs of one owner, whose marks share
     it (``rehearse`` names each of its runs and steps ``<its id>-<label>``)."""
     wanted = f"{var}={value_prefix}".encode()
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit() or int(entry.name) == os.getpid():
-            continue
-        try:
-            environ = (entry / "environ").read_bytes()
-        except OSError:
-            continue
-        if any(item.startswith(wanted) for item in environ.split(b"\0")):
-            found.append(int(entry.name))
-    return sorted(found)
+    return _environ_scan(lambda items: any(item.startswith(wanted) for item in items))
 
 
 def end_marked(mark: Mark, grace: float = 5.0, patience: float = 60.0) -> list:
