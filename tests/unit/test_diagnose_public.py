@@ -150,6 +150,33 @@ def test_the_same_lines_at_warning_level_or_as_source_stay_quiet(tmp_path):
     assert [f["code"] for f in found] == [table.UNRECOGNISED] and found[0]["where"]["line"] == 3
 
 
+FRAME = '  File "/opt/verl/verl/trainer/ppo/ray_trainer.py", line 977, in fit'
+ASSERT_CUT = {  # #46 Done-when: a lone `assert` line, and a traceback cut at its `assert` frame, are findings
+    "lone_assert": ["    assert batch.batch is not None"],
+    "frame_then_assert": [FRAME, "    assert batch.batch is not None"],
+    "ray_traceback_cut_at_assert": [RAY + "Traceback (most recent call last):", RAY + FRAME,
+                                    RAY + "    assert batch.batch is not None, 'empty batch'"],
+}
+
+
+@pytest.mark.parametrize("name", sorted(ASSERT_CUT))
+def test_an_assert_line_with_nothing_after_it_is_a_failure(tmp_path, name):
+    lines = ASSERT_CUT[name]
+    log = tmp_path / f"{name}.log"
+    log.write_text("2026-01-01 00:00:00,000 - verl - INFO - start\n" + "\n".join(lines) + "\n")
+    result = diagnose(log)
+    assert result["exit_code"] == 1 and [f["code"] for f in result["findings"]] == [table.UNRECOGNISED], result
+    found = result["findings"][0]
+    assert found["details"]["values"]["exception"] == ["traceback without its exception line"]
+    assert found["where"]["text"].lstrip().startswith(("assert", "Traceback", "(WorkerDict")), found["where"]
+    if FRAME in lines or RAY + FRAME in lines:
+        assert found["where"]["raised_at"] == "/opt/verl/verl/trainer/ppo/ray_trainer.py:977 in fit", found["where"]
+    # the same lines followed by the exception they raised: one finding, the AssertionError (not the cut traceback)
+    log.write_text(log.read_text() + (RAY if lines[0].startswith(RAY) else "") + "AssertionError: empty batch\n")
+    result = diagnose(log)
+    assert result["findings"][0]["details"]["values"]["exception"] == ["AssertionError"], result["findings"]
+
+
 def test_an_unexplained_exception_before_a_known_failure_is_kept_first(tmp_path):
     """The peer's own exception, seconds before the others time out, is the cause; afterwards it is the echo."""
     log = tmp_path / "two.log"

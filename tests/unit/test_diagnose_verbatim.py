@@ -35,6 +35,7 @@ FIX_WORDS = {
     "stream_sync_timeout": "ASCEND_LAUNCH_BLOCKING=1", "peer_exited": "HCCL_EXEC_TIMEOUT", "device_network": "hccn_tool",
     "ray_node_died": "verl-ascend ckpt sync", "cuda_on_ascend": "map_location", "op_binary_missing": "kernels",
     "hccl_connect_timeout": "HCCL_CONNECT_TIMEOUT",
+    "npu_lib_mismatch": "torch_npu's README version table", "ray_object_store_full": "--object-store-memory",
     "unrecognised_failure": "ASCEND_LAUNCH_BLOCKING",
 }
 

@@ -238,6 +238,11 @@ class Scanner:
         event = self._record(generic.UNRECOGNISED, path, line_no, text, stamp, state)
         if event is not None:
             event.details["exception"] = generic.CUT_SHORT
+            # a raise / assert line right under its frame: that frame is where the traceback was cut
+            above = state["before"].rstrip(b"\r\n").rsplit(b"\n", 1)[-1]
+            raised = _raised_at(above, event.where.get("pid")) if generic.TRACEBACK_HEADER not in text else None
+            if raised:
+                event.details["raised_at"] = raised
             state["open_tb"].append((event, key))
 
     def _close_tracebacks(self, event, state):

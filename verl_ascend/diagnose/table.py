@@ -58,7 +58,11 @@ SCAN_ANCHORS = (
     "ERROR", "CRITICAL", "FATAL", "Traceback (most", "    raise", "    assert", "Aborted", "terminate called",
     "fatal signal", "Connection refused", "No route to host", "Network is unreachable", "GCS", "raylet",
     "not compiled with CUDA", "NVIDIA driver", "torch.cuda.is_available() is False", "NCCL built in",
-    "ProcessGroupNCCL is only", "any binary", "Some NCCL operations") + timeline.PROGRESS_ANCHORS + component.VERSION_ANCHORS
+    "ProcessGroupNCCL is only", "any binary", "Some NCCL operations",
+    # #46 round 2: Ray's gRPC clients (generic.py), a library of another torch_npu / CANN set (device.py), HCCL's
+    # task timeout as the device reports it (core.py)
+    "to become available", "has been unavailable for", "undefined symbol",
+    "fftsplus task timeout") + timeline.PROGRESS_ANCHORS + component.VERSION_ANCHORS
 SCAN_PATTERN, SCAN_REGEX = anchors.build(SCAN_ANCHORS, SCAN_CODES)
 # verl's step lines are evidence and only the last one counts: the scanner looks for it with one rfind per block
 STEP_KEY = "timing_s/gen:"

@@ -75,6 +75,18 @@ FAMILIES = {f.id: f for f in (
         (GH + "vllm-project/vllm-ascend/issues/2879", GH + "verl-project/verl/pull/7507",
          GH + "verl-project/verl-omni/pull/227", GH + "vllm-project/vllm-ascend/issues/168"),
     ),
+    Family(
+        "ray_object_store_full", 49, "Ray's object store is full",
+        "A task or actor call put an object into Ray's shared-memory object store and it did not fit "
+        "(`ObjectStoreFullError`, `Failed to put object ... in object store because it is full. Object size is N "
+        "bytes`): the store holds objects still referenced, or the object is larger than the store (by default 30 % "
+        "of the node's memory, inside /dev/shm).",
+        "`ray memory` lists what holds the store; pass less through Ray per call (verl moves each step's batch "
+        "between the trainer and its workers: a smaller `data.train_batch_size` or `actor_rollout_ref.rollout.n`), "
+        "or give the store more with `ray start --object-store-memory=<bytes>` on every node (within /dev/shm: "
+        "`df -h /dev/shm`, docker `--shm-size`).",
+        (GH + "ray-project/ray/issues/13443",),
+    ),
 )}
 
 RULES = (
@@ -94,6 +106,8 @@ RULES = (
     Rule("visible_devices_rewritten", ("Error setting ASCEND_RT_VISIBLE_DEVICES",),
          r"Error setting ASCEND_RT_VISIBLE_DEVICES"),
     Rule("visible_devices_rewritten", ("Invalid device ID",), r"Invalid device ID"),
+    Rule("ray_object_store_full", ("ObjectStoreFullError", "Failed to put object"),
+         r"ObjectStoreFullError|Failed to put object \S+ in object store because it is full"),
     Rule("visible_devices_rewritten", ("Expects tensor to be on the compute device",),
          r"Expects tensor to be on the compute device npu:\d+, was on npu:\d+"),
 )

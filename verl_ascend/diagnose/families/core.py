@@ -203,6 +203,8 @@ RULES = (
     Rule("npu_oom", ("EL0004",), r"\bEL0004\b"),
     # device runtime
     Rule("npu_runtime", ("EZ9999",), r"\bEZ9999\b"),
+    # the runtime refused an operator's launch arguments (a kernel launched with a grid it cannot have)
+    Rule("npu_runtime", ("EE1001",), r"\bEE1001\b"),
     Rule("npu_runtime", ("The aicore execution", "The vector core execution"), r"The (?:aicore|vector core) execution is abnormal"),
     Rule("npu_runtime", ("ACL_ERROR_RT_",), r"ACL_ERROR_RT_(?!STREAM_SYNC_TIMEOUT)\w+"),
     Rule("npu_runtime", ("NPU function error",),
@@ -218,6 +220,8 @@ RULES = (
     Rule("hccl_exec_timeout", ("Watchdog caught collective operation timeout",),
          r"Watchdog caught collective operation timeout: WorkHCCL"),
     Rule("hccl_exec_timeout", ("Remote Rank did not send",), r"Remote Rank did not send the data in time"),
+    # the device's own report of an HCCL task that waited past HCCL_EXEC_TIMEOUT (EI9999 / EZ9999 text)
+    Rule("hccl_exec_timeout", ("fftsplus task timeout",), r"hccl fftsplus task timeout occurred"),
     # stream sync
     Rule("stream_sync_timeout", ("SynchronizeStreamWithTimeout", "SynchronizeDeviceWithTimeout", "aclrtSynchronize", "EE1002",
                                  "ACL_ERROR_RT_STREAM_SYNC_TIMEOUT"),

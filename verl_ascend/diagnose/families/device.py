@@ -5,6 +5,19 @@ from .model import GH, TORCH_NPU_DOCS, VERL_NPU_FAQ, VLLM_ASCEND_FAQ, Family, Ru
 
 FAMILIES = {f.id: f for f in (
     Family(
+        "npu_lib_mismatch", 8, "A torch_npu / CANN / NNAL library of another version set (undefined symbol)",
+        "A shared library of torch_npu, the CANN toolkit or NNAL (ATB) was loaded next to libraries of another "
+        "release and the dynamic linker found no symbol it needs (`<lib>.so: undefined symbol: ...`). torch, "
+        "torch_npu, CANN and NNAL come as matching sets: a torch_npu built for another torch, a daily torch_npu "
+        "against an older NNAL, or a CANN upgraded without its NNAL leaves one of them looking for a function the "
+        "other does not have. Whatever imported it (a trainer, a vLLM worker, a helper that only warns) fails there.",
+        "`pip show torch torch_npu`, `cat /usr/local/Ascend/ascend-toolkit/latest/*/ascend_toolkit_install.info` "
+        "and `ls /usr/local/Ascend/nnal/atb`: install the torch_npu release made for the installed torch and CANN "
+        "(torch_npu's README version table), the NNAL of the same CANN version, then `source` that CANN's and "
+        "NNAL's `set_env.sh` before `ray start` on every node (`verl-ascend doctor` compares the versions).",
+        (GH + "Ascend/pytorch/issues/99", GH + "Ascend/pytorch/issues/35"),
+    ),
+    Family(
         "npu_not_visible", 17, "torch_npu sees no NPU in this process",
         "torch_npu is installed but the process sees no device: ASCEND_RT_VISIBLE_DEVICES empty or naming devices "
         "this node lacks, the driver not loaded, or the container started without /dev/davinci*.",
@@ -106,6 +119,9 @@ RULES = (
          r"Distributed package doesn't have NCCL built in|ProcessGroupNCCL is only supported with GPUs"),
     Rule("npu_not_visible", ("NPU device is not available",), r"torch_npu detected, but NPU device is not available"),
     Rule("vllm_invalid_version", ("InvalidVersion",), r"\bInvalidVersion\b"),
+    # any level: a helper may print it as a warning of its own ("mmengine - WARNING - ... undefined symbol")
+    Rule("npu_lib_mismatch", ("undefined symbol",),
+         r"(?:torch_npu|Ascend|nnal|/atb/|libhccl|libascend|libacl|libopapi)\S*\.so[\w.]*: undefined symbol", any_level=True),
     Rule("op_binary_missing", ("Cannot find bin", "Cannot find binary", "any binary"),
          r"Cannot find bin(?:ary)? (?:of|for) op|\bOp \w+ does not ha(?:s|ve) any binary"),
     Rule("acl_init_failed", ("AclSetCompileopt",), r"AclSetCompileopt\(.*error code is \d+"),

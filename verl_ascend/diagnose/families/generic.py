@@ -41,10 +41,17 @@ _PREFIX = r"^\W*(?:\(\w+ pid=\d+[^)]*\)\s*)*(?:\[rank\d+\]:\s*)?"
 LEVEL_ERROR = (_PREFIX + r"(?:\[?\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d[,.]?\d*\]?\s+)?(?:ERROR|CRITICAL|FATAL)\b(?!_)|"
                r" - (?:ERROR|CRITICAL) - |\b(?:ERROR|CRITICAL):[\w.]+:|\d\d:\d\d:\d\d[,.]\d+\s+(?:ERROR|CRITICAL)\b|"
                r"\[(?:ERROR|CRITICAL|FATAL)\]|\b(?:ERROR|CRITICAL) \d\d-\d\d \d\d:|" + _PREFIX + r"\[[EF]\d{4} \d\d:\d\d:\d\d")
-# A process that could not reach its peers or the Ray head.
+# A process that could not reach its peers or the Ray head. The second half is the wording of Ray's own gRPC clients
+# (src/ray/rpc/retryable_grpc_client.cc, src/ray/gcs_rpc_client/gcs_client.cc and rpc_client.h): a request that waited
+# past its deadline fails with "Timed out while waiting for <server> to become available." (<server> is "GCS",
+# "Raylet <ip>" or "Core worker <ip>"), a server down past its reconnect timeout is "<server> has been unavailable for
+# more than N seconds", and a client that never got the cluster id says "Failed to get cluster ID from GCS server".
+RAY_SERVER = r"(?:GCS|Raylet \S+|Core worker \S+)"
 UNREACHABLE = (r"Connection refused|No route to host|Network is unreachable|Failed to connect to (?:the )?GCS|"
                r"Unable to connect to (?:the )?GCS|Could not connect to (?:the )?(?:Ray|GCS)|(?:Couldn't|Could not) reconnect to GCS|"
-               r"Failed to (?:connect to|register with) (?:the )?raylet|Failed to get the GCS address")
+               r"Failed to (?:connect to|register with) (?:the )?raylet|Failed to get the GCS address|"
+               r"Timed out while waiting for " + RAY_SERVER + r" to become available|"
+               + RAY_SERVER + r" has been unavailable for more than|Failed to get cluster ID from GCS")
 
 RULES = (
     Rule(UNRECOGNISED, ("Error", "Exception", "Exit", "Interrupt"), EXCEPTION, unless=_SOURCE),
@@ -65,8 +72,8 @@ RULES = (
          r"non-zero exit status -?[1-9]|(?:^|\s)Killed(?:\s+\S*python|\s*$)|Segmentation fault|core dumped|"
          r"Fatal Python error|received signal SIG(?:SEGV|ABRT|KILL|BUS)|Signal \d+ \(SIG(?:SEGV|ABRT|KILL|BUS)\)|"
          r"Job '[^']+' failed|(?:^|\s|\d )Aborted(?: \(core dumped\))?(?:\s+\S*python|\s*$)|terminate called after throwing"),
-    Rule(UNRECOGNISED, ("Connection refused", "No route to host", "Network is unreachable", "GCS", "raylet"),
-         UNREACHABLE, any_level=True),
+    Rule(UNRECOGNISED, ("Connection refused", "No route to host", "Network is unreachable", "GCS", "raylet",
+                        "to become available", "has been unavailable for"), UNREACHABLE, any_level=True),
 )
 
 # A traceback whose frames end at a `raise` / `assert` source line (or at its header) with no exception line after
