@@ -29,6 +29,11 @@ KINDS = {
     # ERROR on every normal shutdown until https://github.com/vllm-project/vllm/pull/36270)
     "vllm_engine_core_died": "ERROR 01-16 17:16:49 [core_client.py:605] Engine core proc EngineCore_DP0 died "
                              "unexpectedly, shutting down client.\n",
+    # vllm-ascend without its compiled custom ops, logged at ERROR (https://github.com/vllm-project/vllm-ascend/issues/703,
+    # verbatim; "does not affect serving", lowered to a warning by https://github.com/vllm-project/vllm-ascend/pull/937):
+    # a global list of harmless lines ignored it anywhere until #46
+    "vllm_ascend_c_missing": "ERROR 04-28 16:10:09 camem.py:69] Failed to import vllm_ascend_C:No module named "
+                             "'vllm_ascend.vllm_ascend_C'\n",
     # Ray's verdict on an actor that died (https://github.com/verl-project/verl/issues/4921, the verbatim excerpt)
     "ray_actor_died": _lines(FIX / "public" / "verbatim" / "ray_actor_died_sleep.log"),
     # a destructor's traceback at interpreter exit, from our own rehearsal log (r7b_console_resume.log:163-176)
