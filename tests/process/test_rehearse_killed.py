@@ -36,7 +36,7 @@ def marked(prefix: str) -> list:
             continue
         try:
             items = (entry / "environ").read_bytes().split(b"\0")
-            cmd = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")[:100]
+            cmd = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
         except OSError:
             continue
         for item in items:
