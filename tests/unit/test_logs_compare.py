@@ -293,6 +293,49 @@ def test_two_real_rehearsals_one_slower_fail_the_speed_bands(capsys):
                       "timing_s/step": pytest.approx(run_t / base_t - 1, abs=1e-4)}
 
 
+LR = Path(__file__).parents[1] / "fixtures" / "logs_compare"  # three 10-step rehearsals of one recipe (README there)
+LR_A, LR_B, LR_HIGH = ([str(LR / f"{name}_console.log")] for name in ("lr1e-3_a", "lr1e-3_b", "lr1e-2"))
+# the training signal: the nightly gate's accuracy bands, and KL / grad_norm bands sized to these runs' own noise
+# (the same-lr pair's KL means are 16 % apart over 10 steps, their step-to-step noise ±13 %)
+SIGNAL = [bands.parse_band(text) for text in ("critic/rewards/mean=±0.05", "training/rollout_probs_diff_mean=±5%",
+                                              "actor/kl_loss=±30%", "actor/grad_norm=±10%")]
+
+
+def _judged(base, run, capsys, profile="none"):
+    code = compare.run(base, [run], profile=profile, extra_bands=SIGNAL, window=(None, None), as_json=True)
+    out = json.loads(capsys.readouterr().out)
+    return code, {v["metric"]: (v["status"], round(v["judged"], 4)) for v in out["verdicts"]}
+
+
+def _mean(paths, key):
+    values = [m[key] for m in parse.parse_files(paths).steps.values()]
+    return sum(values) / len(values)
+
+
+def test_two_rehearsals_at_one_learning_rate_stay_inside_the_kl_and_grad_norm_bands(capsys):
+    """Two real rehearsals at the rehearsal's learning rate (1e-3): their rollouts sample differently (rewards differ
+    from step 1), yet every training-signal band holds over the 10 steps."""
+    code, seen = _judged(LR_A, LR_B, capsys)
+    assert code == 0 and {m: s for m, (s, _) in seen.items()} == dict.fromkeys([b.metric for b in SIGNAL], "pass")
+    assert seen["actor/kl_loss"][1] == pytest.approx(_mean(LR_B, "actor/kl_loss") / _mean(LR_A, "actor/kl_loss") - 1,
+                                                     abs=1e-4) == pytest.approx(-0.1628, abs=1e-4)
+    assert seen["actor/grad_norm"][1] == pytest.approx(0.0354, abs=1e-4)
+    # under the nightly profile the same pair passes memory and accuracy; only the speed bands fail (CPU time on a
+    # shared 2-core host: the second run took 21 % longer a step), and the verdict says they are narrower than the noise
+    code, seen = _judged(LR_A, LR_B, capsys, profile="nightly")
+    assert code == 1 and {m for m, (s, _) in seen.items() if s == "fail"} == {"perf/throughput", "timing_s/step"}
+
+
+def test_a_changed_learning_rate_fails_the_kl_and_grad_norm_bands(capsys):
+    """The same recipe at ten times the rate (rehearse --lr 1e-2): KL to the reference 27 x, grad_norm 23 % lower."""
+    code, seen = _judged(LR_A, LR_HIGH, capsys)
+    assert code == 1
+    assert seen["actor/kl_loss"] == ("fail", pytest.approx(_mean(LR_HIGH, "actor/kl_loss") / _mean(LR_A, "actor/kl_loss") - 1,
+                                                           abs=1e-4))
+    assert seen["actor/kl_loss"][1] > 20 and seen["actor/grad_norm"] == ("fail", pytest.approx(-0.2342, abs=1e-4))
+    assert seen["critic/rewards/mean"][0] == "pass"  # 10 steps of a tiny random model: the reward has not moved yet
+
+
 def test_cli_exit_codes():
     def cli(*args):
         return run_cli("logs", "compare", *args, timeout=120)
