@@ -38,7 +38,8 @@ def register(sub) -> None:
                    "EP2 from the 235B recipe's TP4 PP8 EP4)")
     p.add_argument("--nnodes", type=int, choices=(1, 2, 3, 4), default=1,
                    help="Ray nodes on this machine (default 1), --nproc ranks each, as the recipe's cluster runs them "
-                   "(trainer.nnodes): the head on this machine's address, worker node k on 127.A.B.(k+1) (A.B drawn per rehearsal), each its own disk for the checkpoint folder "
+                   "(trainer.nnodes): the head on this machine's address, worker node k on 127.A.B.(k+1) (A.B drawn "
+                   "per rehearsal), each its own disk for the checkpoint folder "
                    "and Ray's (a mount namespace), and only the machine's environment, so the driver's VERL_ASCEND* "
                    "settings must travel in the job's runtime env. Between the runs, what a cluster without shared "
                    "storage needs: the files on each node listed, `ckpt check` on each node, `ckpt sync` between them, "
@@ -46,9 +47,16 @@ def register(sub) -> None:
     p.add_argument("--no-sync", action="store_true",
                    help="with --nnodes: resume without `ckpt sync`, as a cluster without shared storage would (the "
                    "resume then fails the way it does there; `verl-ascend diagnose` on its logs names it)")
-    p.add_argument("--fault", choices=("worker-node",),
-                   help="with --nnodes: the last worker node loses power at the loop's first rollout (every process "
-                   "of it killed: raylet, agents, workers); rehearse exits 1 naming the node and its dead actors")
+    p.add_argument("--fault", choices=("worker-node", "kill-worker", "hang-rank", "bad-override", "crash-loop",
+                                        "damaged-ckpt"),
+                   help="worker-node, with --nnodes: the last worker node loses power at the loop's first rollout (every "
+                   "process of it killed); alone, rehearse exits 1 naming the node and its dead actors. With --supervise, "
+                   "the fault the supervisor meets (docs/supervise.md): kill-worker, hang-rank, bad-override, "
+                   "crash-loop; with --nnodes 2 also worker-node and damaged-ckpt")
+    p.add_argument("--supervise", action="store_true",
+                   help="run the training under `verl-ascend supervise` with the --fault planted in its first attempt "
+                   "(every attempt for crash-loop); OUT/supervise holds its report.json; exit 0 when the supervisor "
+                   "did what the fault asks (recover and finish, or stop) and the resumed loop passes its checks")
     p.add_argument("--out", metavar="DIR", help="output folder (default ./rehearse-<recipe name>)")
     p.add_argument("--keep-model", action="store_true", help="keep the tiny model in DIR/model (and, for a recipe loading a dist checkpoint, its "
                    "conversion in DIR/model_mcore)")

@@ -21,6 +21,7 @@ from verl_ascend.core.settings import REHEARSE as ENV
 from verl_ascend.proc import guard
 from verl_ascend.proc.marks import describe
 from verl_ascend.recipe.layout import node_shape
+from verl_ascend.rehearse import supervised
 from verl_ascend.rehearse.plan import data as data_mod
 from verl_ascend.rehearse.plan import engine
 from verl_ascend.rehearse.plan import overrides as plan_mod
@@ -175,7 +176,9 @@ def run(options) -> int:
     bad_env = [a for a in options.env if "=" not in a or not a.split("=", 1)[0]]
     if bad_env:
         raise RehearseError(f"--env {bad_env[0]!r} is not NAME=VALUE. Fix: e.g. --env MODEL_PATH=/models/Qwen2.5-7B")
-    if options.nnodes > 1 or options.no_sync or options.fault:
+    if supervised.problem(options):
+        raise RehearseError(supervised.problem(options))
+    if options.nnodes > 1 or options.no_sync or options.fault in supervised.NODE_FAULTS:
         if options.nnodes < 2:
             raise RehearseError("--no-sync and --fault worker-node act on a multi-node rehearsal. Fix: add --nnodes 2")
         if not runner.namespace_prefix():
@@ -320,7 +323,8 @@ def _rehearse(options, recipe, launch, out, ckpt_dir, work, model_dir, started, 
     if nnodes > 1:
         from verl_ascend.rehearse.run import multinode
 
-        cluster = multinode.prepare(nnodes, nproc, out, ckpt_dir, ray_tmp, fault=options.fault or "")
+        cluster = multinode.prepare(nnodes, nproc, out, ckpt_dir, ray_tmp,
+                                    fault="" if options.supervise else options.fault or "")
         argv = cluster.prefix() + argv
     logs, said, phases = [], [], [("train", steps, base), ("resume", steps + 1,
                                                   base + [f"trainer.total_training_steps={steps + 1}"])]
@@ -334,6 +338,9 @@ def _rehearse(options, recipe, launch, out, ckpt_dir, work, model_dir, started, 
         print(f"rehearse: plan only: {out / 'changes.txt'}, {out / 'commands.txt'} (the tiny model in {model_dir}); "
               f"{trainer} not run", flush=True)
         return 0
+    if options.supervise:  # the training under the supervisor, a fault planted: its relaunch is the resume
+        return supervised.run(options, argv + base + [f"hydra.run.dir={out / 'hydra'}"], env, run_cwd, out, ckpt_dir,
+                              plan_mod.is_true(overrides, "actor_rollout_ref.actor.use_kl_loss"), cluster)
     for label, last_step, overrides_run in phases:
         log = out / ("console.log" if label == "train" else "console_resume.log")
         where = f"{nnodes} Ray nodes x {nproc}" if nnodes > 1 else str(nproc)

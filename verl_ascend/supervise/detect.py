@@ -21,6 +21,7 @@ its phases' budgets, the save excepted: the save announces its start, and from t
 import dataclasses
 import functools
 import math
+import re
 
 from verl_ascend.core.findings import ERROR, WARNING, Finding
 from verl_ascend.diagnose import context, table
@@ -88,7 +89,8 @@ def live_failure(snap: timeline.Snapshot, budgets: Budgets = None):
             why = f"no step followed it in {snap.now - at:.0f} s (grace {budgets.crash_grace:.0f} s)"
         else:
             continue
-        return Finding(ERROR, "crash_line", f"{family} while the command lives: {text.strip()[:200]} — {why}",
+        shown = re.sub(r"\x1b\[[0-9;]*m", "", text).strip()[:200]  # Ray colours its prefixes
+        return Finding(ERROR, "crash_line", f"{family} while the command lives: {shown} — {why}",
                        code="crash_line", where={"time": at}, details={"family": family, "failed_at": at})
     return None
 

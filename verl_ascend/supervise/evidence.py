@@ -25,9 +25,13 @@ TAIL_LINES = 200
 OTHER_LOG_LINES = 60
 MAX_OTHER_LOGS = 40
 DUMP_TIMEOUT = 20.0
-# frames of a process that waits for the others: collectives, barriers, Ray's get, a stream synchronize
-WAITING = re.compile(r"all_?reduce|all_?gather|reduce_scatter|broadcast|barrier|\bwait\b|_wait|synchronize|"
-                     r"\brecv\b|irecv|\bget\b|get_objects|ray\.get|select|poll|epoll|sleep|Condition|acquire", re.I)
+# the innermost frame of a process that waits for the others: a collective, a barrier, Ray's get on the ranks
+WAITING = re.compile(r"all_?reduce|all_?gather|reduce_scatter|broadcast|barrier|all_?to_?all|\brecv\b|irecv|"
+                     r"\bsend\b|synchronize|Work\.wait|\bget\b|get_objects|ray\.get", re.I)
+# ... of a thread (or process) with nothing to do: an event loop, Ray's task loop, a pool waiting for work
+IDLE = re.compile(r"main_loop|\bselect\b|\bpoll\b|epoll|\bsleep\b|Condition\.wait|Event\.wait|_worker \(|"
+                  r"acquire|run_forever|_run_once|serve_forever|Thread\._bootstrap|_recv_msg|readline|accept|"
+                  r"recv_multipart|_check_parent|Monitor\._run|LogMonitor\.run|Thread\.run \(threading", re.I)
 PTRACE_FIX = ("py-spy needs ptrace rights over the run's processes: run the supervisor as their user, in a container "
               "add CAP_SYS_PTRACE (docker run --cap-add SYS_PTRACE; Kubernetes securityContext.capabilities.add: "
               "[\"SYS_PTRACE\"]), and where kernel.yama.ptrace_scope is above 0 set it to 0 "
@@ -100,19 +104,33 @@ def dump(pid: int, state: str, tool: str) -> dict:
     return {"pid": pid, "ok": False, "text": text, "error": err[-400:] or f"py-spy exited {got.returncode}"}
 
 
-def top_frame(stack_text: str):
-    """The innermost frame of the first thread py-spy lists (the main thread): ``function (file:line)``."""
+def _threads(stack_text: str) -> list:
+    """py-spy's dump as a list of threads, each its frames innermost first."""
+    threads = []
     for line in stack_text.splitlines():
         line = line.strip()
-        if line and not line.startswith(("Process ", "Python v", "Thread ")) and "(" in line:
-            return line
-    return None
+        if line.startswith("Thread "):
+            threads.append([])
+        elif threads and line and "(" in line:
+            threads[-1].append(line)
+    return threads
+
+
+def top_frame(stack_text: str):
+    """Where the process is: the innermost frame of its busiest thread (the one with the most frames that are
+    not idle machinery: Ray runs an actor's tasks off the main thread, whose top is Ray's idle task loop), else
+    of the first thread py-spy lists (the main thread)."""
+    threads = [t for t in _threads(stack_text) if t]
+    if not threads:
+        return None
+    busiest = max(threads, key=lambda t: (not IDLE.search(t[0]), sum(1 for f in t if not IDLE.search(f))))
+    return busiest[0] if not IDLE.search(busiest[0]) else threads[0][0]
 
 
 def odd_ones(processes: list) -> list:
-    """Lines naming the processes not where the others are. Each process: {pid, name, state, top} (``top``: its
-    innermost frame, or None). A stopped process (T) is named first; then, when most processes with a stack wait
-    (a collective, a barrier, ray.get), the ones that do not."""
+    """Lines naming the processes not where the others are. Each process: {pid, name, state, top} (``top``: where
+    it is, :func:`top_frame`, or None). A stopped process (T) is named first; then, when most processes that are
+    not idle wait (a collective, a barrier, ray.get), those that wait, and those that do not."""
     out = []
     for p in processes:
         if p.get("state") == "T":
@@ -120,12 +138,13 @@ def odd_ones(processes: list) -> list:
                        + (f", at {p['top']}" if p.get("top") else ""))
         elif p.get("state") == "D":
             out.append(f"pid {p['pid']} ({p['name']}) is in uninterruptible kernel sleep (state D: I/O or a driver)")
-    stacked = [p for p in processes if p.get("top") and p.get("state") != "T"]
+    stacked = [p for p in processes if p.get("top") and p.get("state") != "T" and not IDLE.search(p["top"])]
     waiting = [p for p in stacked if WAITING.search(p["top"])]
-    if len(waiting) * 2 > len(stacked) >= 2:
+    if len(waiting) * 2 > len(stacked) >= 1 and waiting:
         frames = collections.Counter(p["top"].split(" (")[0] for p in waiting)
         out.append(f"{len(waiting)} of {len(stacked)} processes wait (" + ", ".join(f"{f} x{n}" for f, n in
                    frames.most_common(3)) + ")")
+        out += [f"pid {p['pid']} ({p['name']}) waits in {p['top']}" for p in waiting[:8]]
         for p in stacked:
             if p not in waiting:
                 out.append(f"pid {p['pid']} ({p['name']}) is elsewhere: {p['top']}")

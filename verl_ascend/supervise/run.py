@@ -50,6 +50,7 @@ class Options:
     settings: dict = None           # the trainer's settings, when the caller knows them (else read)
     echo: bool = True               # print the command's console lines
     attempt_env: object = None      # callable(attempt number) -> extra environment of that attempt (a planted fault)
+    before_relaunch: object = None  # callable(number of the attempt that failed), before the checkpoint is checked
 
 
 def _say(text: str) -> None:
@@ -213,6 +214,8 @@ class Supervisor:
             if gone:
                 return R.GAVE_UP, D.EXIT_GAVE_UP, (f"node(s) not back within --wait-nodes {self.o.wait_nodes:g} s: "
                                                    + "; ".join(f"{n}: {why}" for n, why in gone.items()))
+        if self.o.before_relaunch is not None:
+            self.o.before_relaunch(attempt.number)
         folder = self.settings.get("default_local_dir")
         if not folder:
             self.expected_resume = None

@@ -186,8 +186,10 @@ def main(argv=None) -> int:
     env = {**os.environ, "RAY_ADDRESS": address}
     driver = subprocess.Popen(trainer, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                               stderr=subprocess.STDOUT, text=True, errors="replace", start_new_session=True)
+    # the fault: the rehearsal's (--fault), or an attempt's own under rehearse --supervise (its first only)
+    asked = spec.get("fault") or ("worker-node" if os.environ.get(runlog.FAULT_VAR, "").startswith("worker-node@") else "")
     fault = Fault(count - 1, procs[count - 1], node_ip(count - 1, head_ip, spec["subnet"]), driver) \
-        if spec.get("fault") == "worker-node" and count > 1 else None
+        if asked == "worker-node" and count > 1 else None
     for line in driver.stdout:
         sys.stdout.write(line)
         sys.stdout.flush()
@@ -198,7 +200,7 @@ def main(argv=None) -> int:
         with fault.lock:
             if not fault.verdict:
                 fault.judge(ended=False)
-    code, verdict = outcome(spec.get("fault", ""), fault, code, count)
+    code, verdict = outcome(asked, fault, code, count)
     if verdict:
         print(f"{OWN_ERROR}{verdict}", flush=True)
     return code

@@ -62,7 +62,7 @@ def prepare(nnodes: int, nproc: int, out: Path, ckpt_dir: Path, ray_tmp: str, fa
     head_ip = head_address()
     subnet = f"127.{random.randint(1, 254)}.{random.randint(0, 255)}"  # two rehearsals on a host never share one
     spec = {"subnet": subnet, "nnodes": nnodes, "gpus_per_node": nproc, "cpus_per_node": 16, "ray_tmp": ray_tmp, "head_ip": head_ip,
-            "node_local": node_local, "nodes_dir": str(nodes_dir), "log_dir": str(out), "node_keeps": [runlog.REHEARSE_MARK],
+            "node_local": node_local, "nodes_dir": str(nodes_dir), "log_dir": str(out), "node_keeps": list(runlog.MARKS),
             "fault": fault}
     spec_path = out / "cluster.json"  # commands.txt names it: it outlives the run's temp folder
     spec_path.write_text(json.dumps(spec, indent=1))

@@ -48,8 +48,9 @@ def _fmt(value) -> str:
     return "none" if value is None else f"{value:.3g}"
 
 
-def judge(train_log: Path, resume_log: Path, steps: int, kl_loss: bool) -> list:
-    """The checks, in the order the summary prints them."""
+def judge(train_log: Path, resume_log: Path, steps: int, kl_loss: bool, last: int = None) -> list:
+    """The checks, in the order the summary prints them. ``steps``: the step the resume loads; ``last``: the
+    resumed run's last step (default ``steps + 1``: one step after the resume)."""
     train, resumed = parse_files([str(train_log)]), parse_files([str(resume_log)])  # each run on its own
     text = Path(resume_log).read_text(errors="replace")
     checks = []
@@ -68,9 +69,9 @@ def judge(train_log: Path, resume_log: Path, steps: int, kl_loss: bool) -> list:
         figure = "the resumed run's log has no line of verl's saying which checkpoint it loaded"
     checks.append(Check("resume loaded the checkpoint", bool(good) and not scratch, figure))
 
-    seen = list(resumed.steps)
-    checks.append(Check(f"resumed run's first step is {steps + 1}", seen == [steps + 1],
-                        f"steps {seen or 'none'}" + ("" if seen == [steps + 1] else f" (expected [{steps + 1}])")))
+    seen, want = list(resumed.steps), list(range(steps + 1, (last or steps + 1) + 1))
+    checks.append(Check(f"resumed run's first step is {steps + 1}", seen == want,
+                        f"steps {seen or 'none'}" + ("" if seen == want else f" (expected {want})")))
 
     both = (("train", train), ("resume", resumed))
     critic = any("critic/grad_norm" in m for _, parsed in both for m in parsed.steps.values())
