@@ -213,6 +213,17 @@ def test_nofile_paths():
     assert states(env_checks.check_nofile((1024, 4096))) == {"limits.nofile": "error"}
 
 
+def test_ptrace_rights_for_supervises_stacks():
+    spy = {"pyspy": "/venv/bin/py-spy"}
+    assert states(env_checks.check_ptrace({**spy, "scope": 1, "cap": True, "root": True})) == {"limits.ptrace": "ok"}
+    assert states(env_checks.check_ptrace({**spy, "scope": 0, "cap": False, "root": False})) == {"limits.ptrace": "ok"}
+    for facts in ({"scope": 1, "cap": False, "root": False}, {"scope": 0, "cap": False, "root": True},
+                  {"scope": 3, "cap": True, "root": True}, {"pyspy": None, "scope": 0, "cap": True}):
+        found = env_checks.check_ptrace({**spy, **facts})
+        assert states(found) == {"limits.ptrace": "warning"}, facts
+    assert "SYS_PTRACE" in env_checks.check_ptrace({**spy, "scope": 2, "cap": False, "root": False})[0].fix
+
+
 def test_version_paths():
     full = {"verl": "0.9.1", "tensordict": "0.10.0", "vllm": "0.9.1", "vllm-ascend": "0.9.1rc1",
             "mindspeed": "0.12.1", "megatron-core": "0.12.1"}

@@ -70,6 +70,8 @@ CHECKS = (
     Check("ray.noset_visible_devices", "env", "env.check_ray_noset", ("env",),
           "RAY_EXPERIMENTAL_NOSET_ASCEND_RT_VISIBLE_DEVICES=1"),
     Check("limits.nofile", "env", "env.check_nofile", ("nofile",), "ulimit -n: 4096 at least, 32768 advised"),
+    Check("limits.ptrace", "env", "env.check_ptrace", ("ptrace",),
+          "py-spy installed and allowed to read other processes' stacks (supervise's evidence)"),
     Check("versions.verl", "versions", "versions.check_verl", ("versions", "verl_verdict"),
           "verl installed, in the range verl-ascend supports"),
     Check("versions.tensordict", "versions", "versions.check_tensordict", ("versions", "ascend"),

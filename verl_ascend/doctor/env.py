@@ -1,5 +1,6 @@
 """Process settings a multi-node job depends on (group env): visible devices, Ray's device variable and
-the open-file limit (the 128-NPU run in docs/field-reports.md#235b-cluster-start-up sets all of them).
+the open-file limit (the 128-NPU run in docs/field-reports.md#235b-cluster-start-up sets all of them), and the
+ptrace rights `supervise` needs to read the run's stacks with py-spy (docs/supervise.md, evidence).
 HCCL's own variables are :mod:`.hccl`'s. Check ids and groups: :mod:`.checks`."""
 
 import resource
@@ -51,3 +52,30 @@ def check_nofile(limits=None) -> list:
         return [warn(check, f"ulimit -n is {shown}; the 128-NPU run in docs/field-reports.md uses 32768",
                      "run `ulimit -n 32768` before `ray start`")]
     return [ok(check, f"ulimit -n is {shown}")]
+
+
+CAP_SYS_PTRACE = 19  # linux/capability.h
+PTRACE_GRANT = ("in a container add CAP_SYS_PTRACE (docker run --cap-add SYS_PTRACE; Kubernetes "
+                "securityContext.capabilities.add: [\"SYS_PTRACE\"]); on the host set kernel.yama.ptrace_scope=0 "
+                "(sysctl -w kernel.yama.ptrace_scope=0) or grant it to py-spy (setcap cap_sys_ptrace+ep $(which py-spy))")
+
+
+def check_ptrace(facts) -> list:
+    """Whether py-spy can read the stacks of a run's processes from a supervisor that is not their parent.
+    ``facts``: {pyspy: path or None, scope: kernel.yama.ptrace_scope or None (no Yama), cap: CAP_SYS_PTRACE in the
+    effective set, root: euid 0}. Yama (Documentation/admin-guide/LSM/Yama.rst): 0 any process of the same user,
+    1 descendants only (unless CAP_SYS_PTRACE), 2 CAP_SYS_PTRACE only, 3 nobody."""
+    check = check_ptrace
+    if not facts.get("pyspy"):
+        return [warn(check, "py-spy is not installed: `verl-ascend supervise` saves no stacks of a hung run",
+                     "pip install 'verl-ascend[supervise]'")]
+    scope, cap = facts.get("scope"), facts.get("cap")
+    where = f"kernel.yama.ptrace_scope={scope if scope is not None else 'absent (no Yama)'}, CAP_SYS_PTRACE " + \
+            ("held" if cap else "not held")
+    if scope == 3:
+        return [warn(check, f"{where}: no process may be traced on this node, so py-spy reads no stacks",
+                     "kernel.yama.ptrace_scope=3 stays until a reboot; set it to 0 or 1 at boot (sysctl.d)")]
+    if cap or (scope in (None, 0) and not facts.get("root")):  # root without it: a container that dropped it
+        return [ok(check, f"{where}: py-spy ({facts['pyspy']}) can read the stacks of the run's processes of this user")]
+    return [warn(check, f"{where}: py-spy can read only its own children's stacks, not a run `supervise` watches",
+                 PTRACE_GRANT)]
