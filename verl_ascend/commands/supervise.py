@@ -16,7 +16,7 @@ def run(args) -> int:
         run_dir=args.run_dir or "supervise-run", max_restarts=args.max_restarts, hang_after=args.hang_after,
         stop_on=tuple(args.stop_on), retry_unknown=args.retry_unknown, dry_run=args.dry_run,
         deadline=launch.deadline_of(args.deadline) if args.deadline else None,
-        wait_nodes=args.wait_nodes)
+        wait_nodes=args.wait_nodes, nodes=tuple(args.nodes), ssh=args.ssh, remote_python=args.remote_python)
     result = supervise_run.supervise(command, options=options)  # BadInput: cli.main says it, exit 2
     print(result.text())
     return result.exit
@@ -60,8 +60,14 @@ def register(sub) -> None:
                    help="the end of the allocation (epoch seconds or ISO time): verl forces a save before it "
                    "through its ESI path (MLP_CURRENT_CAPACITY_BLOCK_EXPIRATION_TIMESTAMP, trainer.esi_redundant_time), "
                    "and the supervisor ends the run at it (exit 1: requeue to go on)")
+    p.add_argument("--nodes", nargs="+", default=[], metavar="NODE",
+                   help="every node of the run ([user@]host[:port], head first; as ckpt sync takes them): before a "
+                   "relaunch the attempt's processes there are ended by its mark, the nodes must answer, the checkpoint "
+                   "is synced (ckpt sync --all) and checked on each; a node unreachable at the start is exit 2")
+    p.add_argument("--ssh", default="ssh", metavar="CMD", help="how --nodes are reached (default ssh)")
+    p.add_argument("--remote-python", metavar="PATH", help="python with verl-ascend on the nodes (default: this one's)")
     p.add_argument("--wait-nodes", type=positive_seconds, default=600.0, metavar="S",
-                   help="how long to wait for lost nodes to come back before stopping (default 600)")
+                   help="how long to wait for --nodes to answer again before giving up, exit 1 (default 600)")
     p.add_argument("--status", metavar="RUN_DIR", help="print the report of the run folder and exit with its code")
     p.add_argument("--json", action="store_true", help="with --status: the report as one JSON line")
     p.set_defaults(func=run)
