@@ -17,15 +17,9 @@ from pathlib import Path
 
 from rehearsal_helpers import needs_09, rehearse
 from subproc import clean_env, processes_naming
+from test_rehearse_grpo_fsdp import QWEN3_4B, RECIPE  # the recipe and its model's published sizes
 
 from verl_ascend.proc import marks
-
-ROOT = Path(__file__).resolve().parents[2]
-RECIPE = ROOT / "tests" / "fixtures" / "wild_recipes" / "ascend_qwen3_4b_grpo_fsdp.sh"
-QWEN3_4B = {"architectures": ["Qwen3ForCausalLM"], "model_type": "qwen3", "hidden_size": 2560,
-            "intermediate_size": 9728, "num_hidden_layers": 36, "num_attention_heads": 32, "num_key_value_heads": 8,
-            "head_dim": 128, "vocab_size": 151936, "max_position_embeddings": 40960, "rms_norm_eps": 1e-06,
-            "rope_theta": 1000000, "tie_word_embeddings": True, "hidden_act": "silu", "attention_bias": False}
 
 
 def supervised(tmp: Path, name: str, fault: str, nproc: str = "1"):

@@ -340,7 +340,7 @@ def _rehearse(options, recipe, launch, out, ckpt_dir, work, model_dir, started, 
         return 0
     if options.supervise:  # the training under the supervisor, a fault planted: its relaunch is the resume
         return supervised.run(options, argv + base + [f"hydra.run.dir={out / 'hydra'}"], env, run_cwd, out, ckpt_dir,
-                              plan_mod.is_true(overrides, "actor_rollout_ref.actor.use_kl_loss"), cluster)
+                              plan_mod.is_true(overrides, "actor_rollout_ref.actor.use_kl_loss"), cluster, _print_logs_table)
     for label, last_step, overrides_run in phases:
         log = out / ("console.log" if label == "train" else "console_resume.log")
         where = f"{nnodes} Ray nodes x {nproc}" if nnodes > 1 else str(nproc)

@@ -110,8 +110,10 @@ def expected(kind: str, rep) -> list:
     return checks
 
 
-def run(options, command: list, env: dict, cwd: str, out: Path, ckpt_dir: Path, kl_loss: bool, cluster) -> int:
-    """The supervised rehearsal; 0 when the supervisor and the loop did what the fault asks, else 1."""
+def run(options, command: list, env: dict, cwd: str, out: Path, ckpt_dir: Path, kl_loss: bool, cluster,
+        print_logs) -> int:
+    """The supervised rehearsal; 0 when the supervisor and the loop did what the fault asks, else 1. ``print_logs``:
+    the rehearsal's `verl-ascend logs` report of console logs (rehearsal.py)."""
     from verl_ascend.rehearse.run import trainer as runner
     from verl_ascend.rehearse.verdict import checks as verdict
     from verl_ascend.supervise import decide, detect
@@ -141,9 +143,7 @@ def run(options, command: list, env: dict, cwd: str, out: Path, ckpt_dir: Path, 
         first, last = rep.attempts[0], rep.attempts[-1]
         resumed = (last.first_step or 1) - 1
         checks += verdict.judge(Path(first.log), Path(last.log), resumed, kl_loss, last=options.steps)
-        from verl_ascend.rehearse.rehearsal import _print_logs_table
-
-        _print_logs_table([Path(a.log) for a in rep.attempts if os.path.getsize(a.log)], out)
+        print_logs([Path(a.log) for a in rep.attempts if os.path.getsize(a.log)], out)
     print("the supervisor and the loop, judged:\n" + "\n".join(c.line() for c in checks))
     bad = verdict.failed(checks)
     if bad:

@@ -15,5 +15,9 @@ timeline; the loop around them is glue.
   by ``--status`` and by a supervisor restarted on the same folder.
 - ``launch``: what the command is (a main_ppo line or a recipe script), its trainer settings, the
   overrides a relaunch adds (resume, the deadline's save).
+- ``attempt``: an attempt's processes: one this supervisor started, or one a supervisor before it left running
+  (unbound: it outlives its supervisor; its exit code written by a wrapper into the attempt's folder).
+- ``relaunch``: before a relaunch: the attempt ended on every ``--nodes`` node by its mark, the nodes back, the
+  checkpoint synced and checked on each, the newest step whole on every node (or a stop naming the file).
 - ``run``: the loop.
 """
