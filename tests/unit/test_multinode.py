@@ -48,6 +48,7 @@ def test_the_local_ssh_takes_ssh_arguments_and_refuses_a_host_that_is_not_a_node
                               ["-o", "BatchMode=yes", "-p", "22", "-T", "root@127.9.8.2", "rsync", "--server", "."])
     script = argv[argv.index("-c") + 1]
     assert "mount --bind /out/nodes/node1/checkpoints /out/checkpoints" in script
+    assert script.index("mkdir -p /out/nodes/node1/checkpoints /out/checkpoints") < script.index("mount --bind")
     assert argv[-1] == "rsync --server ."  # ssh joins the remote command's words with spaces
     with pytest.raises(LookupError, match="not a node of this rehearsal"):
         nodeshell.argv_for("/out/nodes", [], nodes, ["-o", "X=1", "10.9.9.9", "true"])
@@ -80,7 +81,7 @@ def test_a_fault_that_never_fired_fails_the_run_naming_it():
     from types import SimpleNamespace
 
     # asked for, and the trainer ended without the trigger line: exit 1 whatever the trainer's code, named
-    code, verdict = cluster.outcome("worker-node", SimpleNamespace(killed=None, verdict=""), 0, 2)
+    code, verdict = cluster.outcome("worker-node", SimpleNamespace(killed=None, verdict="", trigger=cluster.FAULT_TRIGGER), 0, 2)
     assert code == 1 and "--fault worker-node never fired" in verdict and "'rollout dispatch'" in verdict, verdict
     assert "the trainer exited 0" in verdict
     code, verdict = cluster.outcome("worker-node", None, 0, 1)  # no worker node to kill
@@ -90,3 +91,11 @@ def test_a_fault_that_never_fired_fails_the_run_naming_it():
     assert cluster.outcome("worker-node", fired, 0, 2) == (1, fired.verdict)
     assert cluster.outcome("", None, 0, 2) == (0, "")
     assert cluster.outcome("", None, 3, 2) == (3, "")
+
+
+def test_under_supervise_the_node_dies_once_the_named_step_is_saved():
+    var = "VERL_ASCEND_REHEARSE_FAULT"
+    assert cluster.fault_asked({"fault": "worker-node"}, {}) == ("worker-node", cluster.FAULT_TRIGGER)
+    assert cluster.fault_asked({}, {var: "worker-node@after-step-1"}) == ("worker-node", "step:1 - ")
+    assert cluster.fault_asked({}, {var: "kill-worker@/ckpt"}) == ("", cluster.FAULT_TRIGGER)  # the loop's, not a node's
+    assert cluster.fault_asked({}, {})[0] == ""

@@ -11,7 +11,7 @@ evidence and timeline). The fault reaches the loop through the attempt's environ
   evidence, retry, finish;
 - ``bad-override``: a key the trainer's config does not have, on the command -> stop, 0 restarts, exit 93;
 - ``crash-loop``: ``kill-worker`` in every attempt -> retry once, then stop (the same failure, no checkpoint progress);
-- ``worker-node`` (``--nnodes`` >= 2): the last worker node loses power at the first rollout -> retry once the nodes
+- ``worker-node`` (``--nnodes`` >= 2): the last worker node loses power once step 1 is saved -> retry once the nodes
   answer and the checkpoint is synced and checked on each, finish;
 - ``damaged-ckpt`` (``--nnodes`` >= 2): ``kill-worker``, then the largest file of the newest step cut short on the
   last node -> fall back to the newest step whole on every node, or stop naming the file.
@@ -57,7 +57,7 @@ def problem(options) -> str:
 def _attempt_env(kind: str, ckpt_dir):
     planted = fault.env(runlog.FAULT_KILL if kind == "damaged-ckpt" else kind, ckpt_dir)
     if kind == "worker-node":
-        planted = {runlog.FAULT_VAR: "worker-node@cluster"}  # run/cluster.py reads the kind
+        planted = {runlog.FAULT_VAR: "worker-node@after-step-1"}  # run/cluster.py: once step 1 is saved
     return lambda number: planted if (number == 1 or kind == runlog.FAULT_LOOP) else {}
 
 

@@ -22,7 +22,8 @@ A node here is what a cluster node is to verl and Ray:
 
 The trainer (the driver) runs in the head node's view, with ``RAY_ADDRESS`` naming the head. ``--fault
 worker-node`` ends every process of the last worker node (its raylet, its agents, its workers: everything in its
-mount namespace) once the trainer's output shows the loop's first rollout, as a node that loses power would.
+mount namespace) once the trainer's output shows the loop's first rollout (under ``rehearse --supervise``: verl's
+line of step N, ``worker-node@after-step-N``), as a node that loses power would.
 """
 
 import json
@@ -43,6 +44,7 @@ from verl_ascend.rehearse.run.nodes import binds, node_ip, node_name
 WORKER_PORTS = 48  # Ray workers a node may start (the run needs ~10 per node)
 NODE_WAIT = 300  # seconds for every node to register with the head (a loaded 2-core host: ~10-40 s)
 FAULT_TRIGGER = runlog.DISPATCH  # the TaskRunner's first-dispatch line (loop/report.py): the loop is mid-step
+AFTER_STEP = "after-step-"  # rehearse --supervise: worker-node@after-step-N, the node dies once step N is saved
 OWN_ERROR = runlog.OWN_ERROR
 
 
@@ -187,8 +189,8 @@ def main(argv=None) -> int:
     driver = subprocess.Popen(trainer, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                               stderr=subprocess.STDOUT, text=True, errors="replace", start_new_session=True)
     # the fault: the rehearsal's (--fault), or an attempt's own under rehearse --supervise (its first only)
-    asked = spec.get("fault") or ("worker-node" if os.environ.get(runlog.FAULT_VAR, "").startswith("worker-node@") else "")
-    fault = Fault(count - 1, procs[count - 1], node_ip(count - 1, head_ip, spec["subnet"]), driver) \
+    asked, trigger = fault_asked(spec, os.environ)
+    fault = Fault(count - 1, procs[count - 1], node_ip(count - 1, head_ip, spec["subnet"]), driver, trigger) \
         if asked == "worker-node" and count > 1 else None
     for line in driver.stdout:
         sys.stdout.write(line)
@@ -206,6 +208,19 @@ def main(argv=None) -> int:
     return code
 
 
+def fault_asked(spec: dict, environ) -> tuple:
+    """(the fault asked for or '', the console text that fires it). The rehearsal's ``--fault worker-node`` strikes
+    at the loop's first rollout; an attempt's ``worker-node@after-step-N`` (rehearse --supervise) at verl's step line
+    of step N, whose checkpoint is saved by then (verl saves before it logs the step): the node dies as step N+1
+    begins, and the relaunch has a checkpoint split across the nodes to sync and resume from."""
+    if spec.get("fault"):
+        return spec["fault"], FAULT_TRIGGER
+    kind, _, when = environ.get(runlog.FAULT_VAR, "").partition("@")
+    if kind != "worker-node":
+        return "", FAULT_TRIGGER
+    return kind, (f"step:{when[len(AFTER_STEP):]} - " if when.startswith(AFTER_STEP) else FAULT_TRIGGER)
+
+
 def outcome(asked: str, fault, code: int, count: int) -> tuple:
     """(exit code, the rehearsal's own verdict or '') of a trainer run that ended with ``code``.
 
@@ -214,7 +229,7 @@ def outcome(asked: str, fault, code: int, count: int) -> tuple:
     if fault is not None and fault.killed is not None:
         return 1, fault.verdict
     if asked:
-        why = (f"the trainer's output never showed the loop's first rollout ({FAULT_TRIGGER.strip()!r}), which "
+        why = (f"the trainer's output never showed {fault.trigger.strip()!r}, which "
                f"plants it; the trainer exited {code}" if fault is not None else
                f"it needs a worker node, and this cluster has {count} node(s)")
         return 1, f"the planted fault --fault {asked} never fired: {why}"
@@ -234,13 +249,13 @@ class Fault:
     GRACE = 30
     NO_VERDICT = 120
 
-    def __init__(self, index, node_proc, ip, driver):
-        self.index, self.node_proc, self.ip, self.driver = index, node_proc, ip, driver
+    def __init__(self, index, node_proc, ip, driver, trigger=FAULT_TRIGGER):
+        self.index, self.node_proc, self.ip, self.driver, self.trigger = index, node_proc, ip, driver, trigger
         self.killed, self.dead_at, self.verdict = None, None, ""
         self.lock = threading.Lock()
 
     def saw(self, line: str) -> None:
-        if self.killed is None and FAULT_TRIGGER in line:
+        if self.killed is None and self.trigger in line:
             self.killed = kill_node(self.index, self.node_proc, self.ip)
             threading.Thread(target=self._watch, daemon=True).start()
         elif self.killed is not None and self.dead_at is None and "has been marked dead" in line and self.ip in line:

@@ -6,8 +6,9 @@
 namespace of its own (util-linux ``unshare --mount``; with ``--user --map-root-user`` when not root) in which
 ``D/node<K>/<name>`` is bind-mounted over each node-local PATH, exactly as the node's Ray processes saw it
 (:mod:`.cluster`). So ``ckpt sync`` runs its own code path (listing with ``find``, pushing with ``rsync`` from
-the source node, ``ckpt check`` on each node) and only the transport differs from a cluster's. A host that is
-not a node of the rehearsal exits 255, ssh's own "could not connect".
+the source node, ``ckpt check`` on each node) and only the transport differs from a cluster's. The node's folders
+are made when missing (a supervisor reaches the nodes before the first run made them). A host that is not a node of
+the rehearsal exits 255, ssh's own "could not connect".
 """
 
 import os
@@ -33,7 +34,9 @@ def argv_for(nodes_dir: str, node_local: list, nodes: dict, ssh_args: list) -> l
     if host not in nodes:
         raise LookupError(f"{host} is not a node of this rehearsal (its nodes: {', '.join(sorted(nodes))})")
     index = nodes[host]
-    binds = [shlex.join(["mount", "--bind", str(node_copy(nodes_dir, index, p)), p]) for p in node_local]
+    # a node reached before its first run (a supervisor's `ssh NODE true`) has no folders yet: made as cluster.py does
+    binds = [shlex.join(["mkdir", "-p", str(node_copy(nodes_dir, index, p)), p]) + " && "
+             + shlex.join(["mount", "--bind", str(node_copy(nodes_dir, index, p)), p]) for p in node_local]
     command = " ".join(args) or "exec sh"
     prefix = ["unshare"] + ([] if os.geteuid() == 0 else ["--user", "--map-root-user"])
     return prefix + ["--mount", "--propagation", "private", "--", "sh", "-c",
