@@ -4,9 +4,10 @@ The supervisor gives the attempt that carries the fault ``VERL_ASCEND_REHEARSE_F
 (``core.runlog``: the first attempt only, or every one for a crash loop); ``ray_runtime_env`` carries it to every Ray
 worker. In each process that builds a training engine (``rehearse_report`` arms this where verl's
 ``EngineRegistry`` is imported) a global optimizer-step pre-hook waits for its moment: the actor's rank 0, at
-its first optimizer step after verl's tracker (``latest_checkpointed_iteration.txt``) exists in the checkpoint
-folder — mid-update of the step after the first checkpoint, in the first attempt; in a relaunch resumed from that
-checkpoint, the same step again. There it says what it does (a line in the run's console), then:
+its first optimizer step after a checkpoint exists in the checkpoint folder as its node sees it — verl's tracker
+(``latest_checkpointed_iteration.txt``), or a ``global_step_N`` folder: on node-local disks the tracker is on the
+trainer's node only, while each rank writes its shards into ``global_step_N`` on its own — mid-update of the step
+after the first checkpoint, in the first attempt; in a relaunch resumed from that checkpoint, the same step again. There it says what it does (a line in the run's console), then:
 
 - ``kill-worker`` / ``crash-loop``: SIGKILL to itself, as the host's OOM killer ends a Ray worker: Ray reports
   the actor dead, verl's driver fails;
@@ -44,16 +45,28 @@ def _rank() -> int:
         return 0
 
 
+def saved_step(folder: str):
+    """The newest checkpoint step this process sees in ``folder`` (the tracker's, else the newest ``global_step_N``
+    folder), as text; None before the first save."""
+    try:
+        return open(os.path.join(folder, TRACKER)).read().strip() or "?"
+    except OSError:
+        pass
+    try:
+        steps = [int(n[12:]) for n in os.listdir(folder) if n.startswith("global_step_") and n[12:].isdigit()]
+    except OSError:
+        return None
+    return str(max(steps)) if steps else None
+
+
 def _hook(kind: str, folder: str):
     def pre_step(optimizer, args, kwargs):
-        tracker = os.path.join(folder, TRACKER)
-        if _armed[0] is None or _rank() != 0 or not os.path.isfile(tracker):
+        if _armed[0] is None or _rank() != 0:
+            return None
+        step = saved_step(folder)
+        if step is None:
             return None
         _armed[0] = None  # once
-        try:
-            step = open(tracker).read().strip()
-        except OSError:
-            step = "?"
         sig = SIGNALS[kind]
         print(f"{runlog.PREFIX} {runlog.FAULT_PLANTED}{kind}: actor rank 0 (pid {os.getpid()}) gets "
               f"{signal.Signals(sig).name} in its optimizer step after global_step_{step}", flush=True)
