@@ -7,7 +7,8 @@ worker. In each process that builds a training engine (``rehearse_report`` arms 
 its first optimizer step after a checkpoint exists in the checkpoint folder as its node sees it — verl's tracker
 (``latest_checkpointed_iteration.txt``), or a ``global_step_N`` folder: on node-local disks the tracker is on the
 trainer's node only, while each rank writes its shards into ``global_step_N`` on its own — mid-update of the step
-after the first checkpoint, in the first attempt; in a relaunch resumed from that checkpoint, the same step again. There it says what it does (a line in the run's console), then:
+after the first checkpoint, in the first attempt; in a relaunch resumed from that checkpoint, the same step again.
+There it says what it does (a line in the run's console), then:
 
 - ``kill-worker`` / ``crash-loop``: SIGKILL to itself, as the host's OOM killer ends a Ray worker: Ray reports
   the actor dead, verl's driver fails;
