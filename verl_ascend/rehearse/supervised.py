@@ -13,8 +13,9 @@ evidence and timeline). The fault reaches the loop through the attempt's environ
 - ``crash-loop``: ``kill-worker`` in every attempt -> retry once, then stop (the same failure, no checkpoint progress);
 - ``worker-node`` (``--nnodes`` >= 2): the last worker node loses power once step 1 is saved -> retry once the nodes
   answer and the checkpoint is synced and checked on each, finish;
-- ``damaged-ckpt`` (``--nnodes`` >= 2): ``kill-worker``, then the largest file of the newest step cut short on the
-  last node -> fall back to the newest step whole on every node, or stop naming the file.
+- ``damaged-ckpt`` (``--nnodes`` >= 2): ``kill-worker`` (after global_step_2 with ``--steps 3`` or more), then the
+  largest file of the newest step cut short on the last node -> fall back to global_step_1, whole on every node; with
+  ``--steps 2`` the damaged step is the only one: stop (exit 93) naming the file.
 
 Where the run finished after a relaunch, the loop is judged as after the plain rehearsal's resume
 (``verdict/checks.py``: the relaunch loaded the checkpoint and went on from the next step, grad norms, KL, the
@@ -54,8 +55,10 @@ def problem(options) -> str:
     return ""
 
 
-def _attempt_env(kind: str, ckpt_dir):
-    planted = fault.env(runlog.FAULT_KILL if kind == "damaged-ckpt" else kind, ckpt_dir)
+def _attempt_env(kind: str, ckpt_dir, steps: int = 2):
+    # damaged-ckpt with 3 steps or more: the kill waits for global_step_2, so that global_step_1 is there to fall back to
+    planted = fault.env(runlog.FAULT_KILL, ckpt_dir, 2 if steps >= 3 else 1) if kind == "damaged-ckpt" else \
+        fault.env(kind, ckpt_dir)
     if kind == "worker-node":
         planted = {runlog.FAULT_VAR: "worker-node@after-step-1"}  # run/cluster.py: once step 1 is saved
     return lambda number: planted if (number == 1 or kind == runlog.FAULT_LOOP) else {}
@@ -77,8 +80,8 @@ def _damage(cluster, ckpt_dir):
     return cut
 
 
-def expected(kind: str, rep) -> list:
-    """The supervisor's checks for ``kind`` on its report ``rep``."""
+def expected(kind: str, rep, steps: int = 2) -> list:
+    """The supervisor's checks for ``kind`` on its report ``rep`` (``steps``: the rehearsal's --steps)."""
     from verl_ascend.supervise import decide
 
     first = rep.attempts[0] if rep.attempts else None
@@ -93,7 +96,18 @@ def expected(kind: str, rep) -> list:
     if kind == runlog.FAULT_LOOP:
         return [Check("supervisor stopped the crash loop (exit 93 after 1 restart)",
                       rep.exit == decide.EXIT_NO_REQUEUE and restarts == 1 and "crash loop" in rep.reason, said)]
-    checks = [Check("supervisor: the run finished after 1 restart", rep.exit == decide.EXIT_DONE and restarts == 1, said)]
+    if kind == "damaged-ckpt" and steps < 3:  # the damaged step is the only one: nothing to fall back to
+        return [Check("supervisor stopped naming the damaged file (exit 93, 0 restarts)",
+                      rep.exit == decide.EXIT_NO_REQUEUE and restarts == 0 and "no earlier step is whole" in rep.reason,
+                      said)]
+    if kind == "damaged-ckpt":
+        fell = [f for f in rep.findings if f.code == "ckpt_fallback"]
+        checks = [Check("the relaunch fell back to global_step_1, whole on every node", bool(fell) and bool(
+            rep.attempts[1:] and "global_step_1" in " ".join(rep.attempts[-1].argv)), fell[0].message if fell else
+            "no ckpt_fallback finding")]
+    else:
+        checks = []
+    checks += [Check("supervisor: the run finished after 1 restart", rep.exit == decide.EXIT_DONE and restarts == 1, said)]
     if first is not None:
         checks.append(Check("attempt 1: a transient failure, retried", first.retry_class == decide.TRANSIENT and
                             first.decision == decide.RETRY, f"{first.detected}: {first.family} ({first.retry_class}) "
@@ -128,14 +142,14 @@ def run(options, command: list, env: dict, cwd: str, out: Path, ckpt_dir: Path, 
         run_dir=str(out / "supervise"), bound=True, echo=False, settings=settings, max_restarts=2,
         policy=decide.Policy(max_restarts=2, backoff_s=BACKOFF_S),
         budgets=detect.Budgets(floor=FLOOR_S, quiet=QUIET_S, startup=float(options.timeout)),
-        attempt_env=None if kind == "bad-override" else _attempt_env(kind, ckpt_dir),
+        attempt_env=None if kind == "bad-override" else _attempt_env(kind, ckpt_dir, options.steps),
         before_relaunch=_damage(cluster, ckpt_dir) if kind == "damaged-ckpt" else None,
         nodes=tuple(cluster.hosts) if cluster else (), ssh=cluster.ssh() if cluster else "ssh", wait_nodes=60.0)
     print(f"rehearse: supervise: the trainer under the supervisor, --fault {kind} planted "
           f"({'every attempt' if kind == runlog.FAULT_LOOP else 'first attempt'}); run folder {opts.run_dir}", flush=True)
     rep = supervise_run.supervise(argv, env, cwd, opts)
     print(rep.text())
-    checks = expected(kind, rep)
+    checks = expected(kind, rep, options.steps)
     left = [a.number for a in rep.attempts if runner.marks.marked(runner.marks.Mark(*a.mark.split("=", 1)))]
     checks.append(Check("nothing of any attempt left running", not left, f"attempts {left} left processes" if left
                         else f"{len(rep.attempts)} attempt(s) looked at"))

@@ -27,14 +27,19 @@ _armed = []
 
 
 def wanted(environ=os.environ):
-    """(kind, checkpoint folder) of the fault this process carries, or None (unset, or a kind planted elsewhere)."""
-    kind, _, folder = environ.get(runlog.FAULT_VAR, "").partition("@")
-    return (kind, folder) if kind in SIGNALS and folder else None
+    """(kind, checkpoint folder, the checkpoint step it waits for) of the fault this process carries, or None (unset,
+    or a kind planted elsewhere)."""
+    head, _, folder = environ.get(runlog.FAULT_VAR, "").partition("@")
+    kind, _, after = head.partition("/")
+    if kind not in SIGNALS or not folder:
+        return None
+    return kind, folder, int(after) if after.isdigit() else 1
 
 
-def env(kind: str, ckpt_dir) -> dict:
-    """The environment of an attempt that carries the fault (what the supervisor adds to it)."""
-    return {runlog.FAULT_VAR: f"{kind}@{ckpt_dir}"}
+def env(kind: str, ckpt_dir, after: int = 1) -> dict:
+    """The environment of an attempt that carries the fault (what the supervisor adds to it): it strikes at the first
+    optimizer step once checkpoint step ``after`` (or a later one) is saved (``KIND/N@DIR`` when N > 1)."""
+    return {runlog.FAULT_VAR: f"{kind}{f'/{after}' if after > 1 else ''}@{ckpt_dir}"}
 
 
 def _rank() -> int:
@@ -60,12 +65,12 @@ def saved_step(folder: str):
     return str(max(steps)) if steps else None
 
 
-def _hook(kind: str, folder: str):
+def _hook(kind: str, folder: str, after: int = 1):
     def pre_step(optimizer, args, kwargs):
         if _armed[0] is None or _rank() != 0:
             return None
         step = saved_step(folder)
-        if step is None:
+        if step is None or (step.isdigit() and int(step) < after):
             return None
         _armed[0] = None  # once
         sig = SIGNALS[kind]
