@@ -79,3 +79,18 @@ def test_every_family_of_diagnose_has_a_class_the_table_acts_on_and_diagnose_s_o
 
 def test_the_exit_codes_are_distinct_and_documented():
     assert len(set(D.EXIT_CODES)) == 4 and D.EXIT_NO_REQUEUE == 93
+
+
+def test_the_family_is_read_from_the_console_on_every_attempt_not_only_the_first(tmp_path):
+    """Found by hand (rehearse --supervise --fault crash-loop): the second attempt's classification raised
+    "'module' object is not callable" (the submodule diagnose.classify had replaced the package's function)."""
+    import verl_ascend.diagnose as diagnose
+    from verl_ascend.core.findings import WARNING, Finding
+
+    log = tmp_path / "console.log"
+    log.write_text("(raylet) A worker died or was killed while executing a task by an unexpected system error. "
+                   "To troubleshoot the problem, check the logs for the dead worker.\n")
+    found = Finding(WARNING, "attempt", "died", "", code="crash_line", details={"family": "ray_actor_died"})
+    assert D.family_of(found, str(log))[0] == D.family_of(found, str(log))[0] == "ray_actor_died"
+    assert diagnose.classify(text=log.read_text()).family == diagnose.classify(text=log.read_text()).family
+    assert callable(diagnose.classify)

@@ -12,8 +12,13 @@
 """
 
 
-def classify(paths=(), *, text=None):
-    """See :func:`verl_ascend.diagnose.classify.classify` (imported on first use)."""
-    from .classify import classify as _classify
+# The submodule is loaded here, before the function below takes its name: importing a submodule for the first time
+# binds it to the package's attribute of that name, so a lazy import inside the function replaced the function with the
+# module ("'module' object is not callable" from the second call on; found by supervise's second attempt). classify.py
+# imports only the standard library at its top.
+from . import classify as _classify_module  # noqa: E402
 
-    return _classify(paths, text=text)
+
+def classify(paths=(), *, text=None):
+    """See :func:`verl_ascend.diagnose.classify.classify`."""
+    return _classify_module.classify(paths, text=text)
