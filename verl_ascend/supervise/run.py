@@ -163,7 +163,7 @@ class Supervisor:
                 _say(f"(dry run) would act on {found.code}: {found.message}")
             if self.o.deadline and time.time() >= self.o.deadline and not deadline_hit:
                 deadline_hit = True
-                _say("the deadline came: ending the attempt (verl's ESI path saved before it where it could)")
+                _say("the deadline came: ending the attempt")
                 return None, snap
             time.sleep(self.o.poll_s)
 
@@ -335,7 +335,9 @@ class Supervisor:
         if found is None:
             self.finish_attempt(attempt, handle, snap)
             if self.o.deadline and time.time() >= self.o.deadline:
-                return self.stop(R.GAVE_UP, D.EXIT_GAVE_UP, "the deadline came; requeue to go on from the save")
+                step = self.tracker_now()  # what is there (verl 0.9.1's default trainer v1 forces no ESI save)
+                return self.stop(R.GAVE_UP, D.EXIT_GAVE_UP, "the deadline came; requeue to go on from " + (
+                    f"global_step_{step}" if step is not None else "the start: no checkpoint was saved"))
             if self.o.dry_run and self.report.findings:
                 return self.stop(R.WATCHED, D.EXIT_GAVE_UP, "dry run: failures seen, nothing done about them")
             return self.stop(R.DONE, D.EXIT_DONE, f"finished at step {attempt.last_step}")
