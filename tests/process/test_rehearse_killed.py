@@ -1,17 +1,19 @@
-"""`verl-ascend rehearse` stopped (SIGTERM) or killed (SIGKILL) in the middle of a phase leaves nothing running.
+"""`verl-ascend rehearse` stopped (SIGTERM) or killed (SIGKILL) in the middle of each phase leaves nothing running.
 
-The real CLI on the shipped 7B Megatron recipe, through the real main_ppo. A rehearsal starts processes by two
-code paths only, both on the process layer (verl_ascend/proc): a main_ppo run (``run/trainer.run``: the train and
-the resume phase) and a shorter step (``run/trainer.step``: the conversion of the tiny model before the first
-run, and the per-node ``ckpt check`` / ``ckpt sync`` between the runs of a multi-node rehearsal). Each path is
-stopped and killed here at the first phase that reaches it — the conversion, and the train run once Ray's raylet
-lives — which is the cheapest way to hold every process kind the path starts. Every process of a rehearsal carries
-``VERL_ASCEND_REHEARSE_RUN=rh<rehearse's pid>-...``; afterwards none may be alive, found by a scan of /proc (any
-namespace). A stopped rehearse says so only after it looked (exit 128 + 15); a killed one says nothing, and the
-kernel (parent-death signal, PID namespace) does the ending. The resume phase and the between-runs steps run the
-same two paths; docs/rehearse.md gives the by-hand kill of each.
+The real CLI through the real main_ppo. A rehearsal starts processes by two code paths, both on the process layer
+(verl_ascend/proc): a main_ppo run (``run/trainer.run``: the train and the resume phase) and a shorter step
+(``run/trainer.step``: the conversion of the tiny model before the first run, the per-node ``ckpt check`` /
+``ckpt sync`` between the runs of a multi-node rehearsal). Each phase is hit once its processes live: the
+conversion (shipped 7B Megatron recipe) and the train run once Ray's raylet lives, with both signals; the resume
+(verl's Ascend GRPO-FSDP example on 1 rank, the cheapest run that reaches a resume) with SIGKILL; a node's ``ckpt
+check`` between the runs of a 2-node rehearsal (the shipped 32B recipe) with SIGTERM. Every process of a rehearsal
+carries ``VERL_ASCEND_REHEARSE_RUN=rh<rehearse's pid>-...``; afterwards none may be alive, found by a scan of /proc
+(any namespace). A stopped rehearse says so only after it looked (exit 128 + 15); a killed one says nothing, and
+the kernel (parent-death signal, PID namespace) does the ending. Cost: ~20 CPU-s a case for the first four, ~80 and
+~110 for the resume and the between-runs case.
 """
 
+import json
 import os
 import signal
 import subprocess
@@ -22,7 +24,7 @@ import time
 from pathlib import Path
 
 import pytest
-from rehearsal_helpers import MAIN_PPO_TIMEOUT, RECIPE, needs_09
+from rehearsal_helpers import MAIN_PPO_TIMEOUT, NODES, NODES_RECIPE, RECIPE, ROOT, needs_09
 from subproc import clean_env
 
 MARK = b"VERL_ASCEND_REHEARSE_RUN="
@@ -54,22 +56,37 @@ def wait_for(predicate, seconds: float) -> bool:
     return predicate()
 
 
-# phase -> (the line of rehearse's that says the phase began, what must be alive before the signal)
+def raylet(procs) -> bool:
+    return any("raylet" in cmd for _, _, cmd in procs)
+
+
+FSDP_EXAMPLE = ROOT / "tests" / "fixtures" / "wild_recipes" / "ascend_qwen3_4b_grpo_fsdp.sh"
+QWEN3_4B = {"architectures": ["Qwen3ForCausalLM"], "model_type": "qwen3", "hidden_size": 2560, "num_hidden_layers": 36,
+            "num_attention_heads": 32, "num_key_value_heads": 8, "intermediate_size": 9728, "vocab_size": 151936}
+# phase -> (recipe, its arguments, the line of rehearse's that says the phase began, what must be alive before the signal)
 PHASES = {
-    "convert": ("converting the tiny model", lambda procs: any("-convert-" in mark for _, mark, _ in procs)),
-    "train": ("rehearse: train:", lambda procs: any("raylet" in cmd for _, _, cmd in procs)),
+    "convert": (RECIPE, ("--nproc", "2"), "converting the tiny model",
+                lambda procs: any("-convert-" in mark for _, mark, _ in procs)),
+    "train": (RECIPE, ("--nproc", "2"), "rehearse: train:", raylet),
+    "resume": (FSDP_EXAMPLE, ("--nproc", "1", "--env", "MODEL_PATH={model}"), "rehearse: resume:", raylet),
+    "between": (NODES_RECIPE, NODES[:4], "rehearse: after the save: node 0",
+                lambda procs: any("-ckpt-check-" in mark for _, mark, _ in procs)),
 }
+CASES = [("convert", signal.SIGTERM), ("convert", signal.SIGKILL), ("train", signal.SIGTERM),
+         ("train", signal.SIGKILL), ("resume", signal.SIGKILL), ("between", signal.SIGTERM)]
 
 
 @needs_09
-@pytest.mark.parametrize("phase", sorted(PHASES))
-@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL], ids=["SIGTERM", "SIGKILL"])
+@pytest.mark.parametrize("phase,sig", CASES, ids=[f"{p}-{signal.Signals(s).name}" for p, s in CASES])
 def test_a_rehearse_stopped_or_killed_mid_phase_leaves_nothing(phase, sig):
-    said, ready = PHASES[phase]
+    recipe, args, said, ready = PHASES[phase]
     with tempfile.TemporaryDirectory(prefix="va-rh-test-") as tmp:
-        out = Path(tmp) / "out"
-        proc = subprocess.Popen([sys.executable, "-m", "verl_ascend", "rehearse", str(RECIPE), "--out", str(out),
-                                 "--nproc", "2", "--steps", "1", "--timeout", str(MAIN_PPO_TIMEOUT)],
+        out, model = Path(tmp) / "out", Path(tmp) / "Qwen3-4B"
+        model.mkdir()
+        (model / "config.json").write_text(json.dumps(QWEN3_4B))
+        args = [a.format(model=model) for a in args]
+        proc = subprocess.Popen([sys.executable, "-m", "verl_ascend", "rehearse", str(recipe), "--out", str(out),
+                                 *args, "--steps", "1", "--timeout", str(MAIN_PPO_TIMEOUT)],
                                 env=clean_env(), cwd=tmp, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                                 start_new_session=True)
         prefix = f"rh{proc.pid}-"
@@ -84,7 +101,7 @@ def test_a_rehearse_stopped_or_killed_mid_phase_leaves_nothing(phase, sig):
         reader = threading.Thread(target=read, daemon=True)
         reader.start()
         try:
-            assert begun.wait(600), "".join(lines[-40:])
+            assert begun.wait(1200), "".join(lines[-40:])
             assert wait_for(lambda: ready(marked(prefix)), 300), (marked(prefix), "".join(lines[-40:]))
             alive = marked(prefix)
             proc.send_signal(sig)
