@@ -17,6 +17,14 @@ RECIPE = ROOT / "recipes" / "grpo_qwen2_5_7b_a2.sh"
 DAPO_RECIPE = ROOT / "recipes" / "dapo_qwen2_5_7b_a2.sh"
 NODES_RECIPE = ROOT / "recipes" / "grpo_qwen2_5_32b_a2.sh"  # the multi-node rehearsals' (test_rehearse_nodes*.py)
 NODES = ("--nnodes", "2", "--nproc", "1", "--steps", "1")
+# verl's own Ascend example of GRPO on FSDP, verbatim (examples/ascend_extras/grpo_trainer/run_qwen3_4b_fsdp.sh): the
+# cheapest recipe that runs the whole loop; its MODEL_PATH names a folder with Qwen3-4B's config as its model card
+# publishes it (the sizes the tiny model shrinks; the family it keeps)
+FSDP_EXAMPLE = ROOT / "tests" / "fixtures" / "wild_recipes" / "ascend_qwen3_4b_grpo_fsdp.sh"
+QWEN3_4B = {"architectures": ["Qwen3ForCausalLM"], "model_type": "qwen3", "hidden_size": 2560,
+            "intermediate_size": 9728, "num_hidden_layers": 36, "num_attention_heads": 32, "num_key_value_heads": 8,
+            "head_dim": 128, "vocab_size": 151936, "max_position_embeddings": 40960, "rms_norm_eps": 1e-06,
+            "rope_theta": 1000000, "tie_word_embeddings": True, "hidden_act": "silu", "attention_bias": False}
 VERL = version("verl")
 SUPPORTED = not VERL.startswith(("0.5.", "0.6.", "0.7.", "0.8."))  # test_rehearse asserts the sources say the same
 needs_09 = pytest.mark.skipif(not SUPPORTED, reason=f"verl {VERL} has no platform registry: the refusal test runs")

@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 
 import pytest
-from rehearsal_helpers import MAIN_PPO_TIMEOUT, NODES, NODES_RECIPE, RECIPE, ROOT, needs_09
+from rehearsal_helpers import FSDP_EXAMPLE, MAIN_PPO_TIMEOUT, NODES, NODES_RECIPE, QWEN3_4B, RECIPE, needs_09
 from subproc import clean_env
 
 MARK = b"VERL_ASCEND_REHEARSE_RUN="
@@ -60,9 +60,6 @@ def raylet(procs) -> bool:
     return any("raylet" in cmd for _, _, cmd in procs)
 
 
-FSDP_EXAMPLE = ROOT / "tests" / "fixtures" / "wild_recipes" / "ascend_qwen3_4b_grpo_fsdp.sh"
-QWEN3_4B = {"architectures": ["Qwen3ForCausalLM"], "model_type": "qwen3", "hidden_size": 2560, "num_hidden_layers": 36,
-            "num_attention_heads": 32, "num_key_value_heads": 8, "intermediate_size": 9728, "vocab_size": 151936}
 # phase -> (recipe, its arguments, the line of rehearse's that says the phase began, what must be alive before the signal)
 PHASES = {
     "convert": (RECIPE, ("--nproc", "2"), "converting the tiny model",

@@ -2,7 +2,9 @@
 inside it in the first attempt only; the supervisor's report, evidence and decisions read back from the run folder.
 
 The cheapest recipe that runs the whole loop: verl's own Ascend GRPO-on-FSDP example (Qwen3-4B, verbatim), 2 steps
-(the fault strikes in step 2, after step 1's checkpoint). Two tests, each several behaviours:
+(the fault strikes in step 2, after step 1's checkpoint). It is also CI's rehearsal of GRPO on FSDP (issue 44): the
+first test checks what the plan scaled (engine, rollout, offload, the CANN scripts the example sources), the engine
+verl built, the shards of each save and the loop's verdict on the relaunch. Two tests, each several behaviours:
 - a killed Ray worker (1 rank): Ray's verdict acted on at once, a transient retry, the relaunch resumes from
   global_step_1 and finishes, the report's totals (1 restart, family, steps recomputed, time lost); then a bad override
   on the same recipe: stopped at once, 0 restarts, the do-not-requeue code (a run that dies in Hydra: ~10 CPU-s);
@@ -12,12 +14,13 @@ Each checks that nothing of any attempt is left running.
 """
 
 import json
+import re
 import tempfile
 from pathlib import Path
 
-from rehearsal_helpers import needs_09, rehearse
+from rehearsal_helpers import FSDP_EXAMPLE as RECIPE
+from rehearsal_helpers import QWEN3_4B, needs_09, rehearse, steps
 from subproc import clean_env, processes_naming
-from test_rehearse_grpo_fsdp import QWEN3_4B, RECIPE  # the recipe and its model's published sizes
 
 from verl_ascend.proc import marks
 
@@ -56,6 +59,23 @@ def test_a_killed_worker_is_retried_and_resumed_and_a_bad_override_stops_at_once
         for line in ("ok   resume loaded the checkpoint: verl loaded", "ok   resumed run's first step is 2",
                      "ok   actor/kl_loss > 0 at the resumed step 2", "ok   nothing of any attempt left running"):
             assert line in proc.stdout, (line, proc.stdout[-3000:])
+        # the GRPO-on-FSDP shape as the plan scaled it and verl ran it
+        changes = (out / "changes.txt").read_text()
+        for expected in ("engine: FSDP2 over gloo, 1 CPU rank(s)", "Qwen3ForCausalLM (qwen3) from config.json at",
+                         "kept: algorithm.adv_estimator=grpo", "kept: actor_rollout_ref.actor.use_kl_loss=True",
+                         "rollout -> hf (transformers generate on CPU): recipe's", "actor_rollout_ref.rollout.name=vllm",
+                         "CPU run: nothing to offload: recipe's actor_rollout_ref.actor.fsdp_config.param_offload=True"):
+            assert expected in changes, (expected, changes)
+        assert "critic:" not in changes  # GRPO: verl trains no critic
+        logs = [Path(a["log"]) for a in report["attempts"]]
+        engines = {name for log in logs
+                   for name in re.findall(r"verl-ascend rehearse: engine in rank \d: (\w+) ", log.read_text(errors="replace"))}
+        assert engines == {"FSDPEngineWithLMHead"}, engines
+        for step, metrics in steps(logs[-1]).items():
+            assert metrics["actor/grad_norm"] > 0, (step, metrics)
+        for step_dir in ("global_step_1", "global_step_2"):
+            shards = sorted(p.name for p in (out / "checkpoints" / step_dir / "actor").glob("model_world_size_1_rank_*.pt"))
+            assert shards == ["model_world_size_1_rank_0.pt"], (step_dir, shards)
         # a key verl's config does not have: Hydra refuses it in the driver, diagnose calls it config_invalid
         proc, out, report = supervised(tmp, "bad", "bad-override")
         assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-3000:]
