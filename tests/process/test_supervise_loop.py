@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from verl_ascend.proc import marks
-from verl_ascend.supervise import decide, evidence
+from verl_ascend.proc import info, marks
+from verl_ascend.supervise import decide
 from verl_ascend.supervise import run as supervise_run
 
 pytestmark = pytest.mark.verl_agnostic
@@ -60,7 +60,7 @@ def test_a_stopped_rank_is_a_hang_with_its_stack_saved_and_the_run_completes(tmp
     summary = (folder / "summary.txt").read_text()
     stopped = [p for p in json.loads((folder / "processes.json").read_text()) if p["state"] == "T"]
     assert len(stopped) == 1 and f"pid {stopped[0]['pid']}" in summary and "STOPPED" in summary
-    if evidence.py_spy():  # the stopped rank's own stack, read without attaching
+    if info.py_spy():  # the stopped rank's own stack, read without attaching
         assert "main_ppo.py" in (folder / "stacks" / f"{stopped[0]['pid']}.txt").read_text()
     assert second.resumed_from == 1 and second.last_step == 3
     assert_nothing_left(rep)

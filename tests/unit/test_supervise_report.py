@@ -7,7 +7,8 @@ import os
 import pytest
 
 from verl_ascend import cli
-from verl_ascend.supervise import attempt, evidence, launch
+from verl_ascend.proc import info
+from verl_ascend.supervise import evidence, launch
 from verl_ascend.supervise import report as R
 from verl_ascend.supervise import run as supervise_run
 
@@ -47,7 +48,7 @@ def test_report_json_is_the_envelope_written_whole_and_read_back(tmp_path, capsy
 
 def test_a_restarted_supervisor_picks_up_the_attempt_that_still_runs_and_not_a_dead_one(tmp_path):
     me = os.getpid()
-    live = R.Attempt(1, ["x"], "a.log", pid=me, pid_start=attempt.proc_start(me), mark="V=1", started=1.0)
+    live = R.Attempt(1, ["x"], "a.log", pid=me, pid_start=info.start_of(me), mark="V=1", started=1.0)
     R.Report(str(tmp_path), ["x"], attempts=[live]).write()
     sup = supervise_run.Supervisor(["x"], {}, str(tmp_path), supervise_run.Options(str(tmp_path)), {})
     assert sup.resume_state().number == 1

@@ -5,6 +5,8 @@ HCCL's own variables are :mod:`.hccl`'s. Check ids and groups: :mod:`.checks`.""
 
 import resource
 
+from verl_ascend.proc.info import PTRACE_GRANT
+
 from .findings import error, ok, warn
 
 
@@ -55,9 +57,6 @@ def check_nofile(limits=None) -> list:
 
 
 CAP_SYS_PTRACE = 19  # linux/capability.h
-PTRACE_GRANT = ("in a container add CAP_SYS_PTRACE (docker run --cap-add SYS_PTRACE; Kubernetes "
-                "securityContext.capabilities.add: [\"SYS_PTRACE\"]); on the host set kernel.yama.ptrace_scope=0 "
-                "(sysctl -w kernel.yama.ptrace_scope=0) or grant it to py-spy (setcap cap_sys_ptrace+ep $(which py-spy))")
 
 
 def check_ptrace(facts) -> list:

@@ -144,22 +144,17 @@ class Node:
         return resource.getrlimit(resource.RLIMIT_NOFILE)
 
     def _read_ptrace(self):
-        import shutil
+        from verl_ascend.proc import info
 
         from .env import CAP_SYS_PTRACE
 
-        def read(path):
-            try:
-                return open(path).read()
-            except OSError:
-                return None
-
-        scope = read("/proc/sys/kernel/yama/ptrace_scope")
-        caps = next((line.split()[1] for line in (read("/proc/self/status") or "").splitlines()
-                     if line.startswith("CapEff:")), "0")
-        here = os.path.join(os.path.dirname(sys.executable), "py-spy")
-        return {"pyspy": here if os.access(here, os.X_OK) else shutil.which("py-spy"),
-                "scope": int(scope) if scope and scope.strip().isdigit() else None,
+        try:
+            with open("/proc/self/status") as fh:
+                status = fh.read()
+        except OSError:
+            status = ""
+        caps = next((line.split()[1] for line in status.splitlines() if line.startswith("CapEff:")), "0")
+        return {"pyspy": info.py_spy(), "scope": info.ptrace_scope(),
                 "cap": bool(int(caps, 16) >> CAP_SYS_PTRACE & 1), "root": os.geteuid() == 0}
 
     def _read_verl_verdict(self):

@@ -13,6 +13,8 @@ import time
 from pathlib import Path
 from typing import NamedTuple
 
+from . import info
+
 
 class Mark(NamedTuple):
     var: str    # the environment variable (core.runlog names the ones our tools use)
@@ -78,16 +80,12 @@ def end_marked(mark: Mark, grace: float = 5.0, patience: float = 60.0) -> list:
 
 
 def describe(pids) -> str:
-    """``pid (name, state)`` for each pid, as a person reads a list of survivors."""
+    """``pid (name, state)`` for each pid, as a person reads a list of survivors (Ray's ``ray::Actor`` title as
+    the name where the process set one)."""
     parts = []
     for pid in pids:
-        try:
-            stat = Path(f"/proc/{pid}/stat").read_text()
-            name, state = stat[stat.index("(") + 1:stat.rindex(")")], stat[stat.rindex(")") + 2]
-            cmd = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0].decode(errors="replace")
-            parts.append(f"{pid} ({cmd if cmd.startswith('ray::') else name}, {state})")
-        except (OSError, ValueError, IndexError):
-            parts.append(f"{pid} (gone)")
+        found = info.read(pid)
+        parts.append(f"{pid} ({found['name']}, {found['state']})" if found else f"{pid} (gone)")
     return ", ".join(parts)
 
 

@@ -19,15 +19,6 @@ _WRAP = '"$@"; code=$?; echo "$code" > "$0.tmp" && mv "$0.tmp" "$0"; exit "$code
 UNKNOWN_EXIT = 137  # no exit_code file and nothing left: the wrapper itself was killed (SIGKILL's 128 + 9)
 
 
-def proc_start(pid: int):
-    """The process's start time (``/proc/PID/stat`` field 22): with the pid, what tells the attempt from a reused pid."""
-    try:
-        stat = open(f"/proc/{pid}/stat").read()
-    except OSError:
-        return None
-    return stat[stat.rindex(")") + 2:].split()[19]
-
-
 def wrapped(argv: list, folder: str) -> list:
     return ["sh", "-c", _WRAP, os.path.join(folder, EXIT_FILE)] + list(argv)
 

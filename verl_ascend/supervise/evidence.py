@@ -16,10 +16,11 @@ import glob
 import json
 import os
 import re
-import shutil
 import subprocess
-import sys
 from concurrent.futures import ThreadPoolExecutor
+
+from verl_ascend.proc import info
+from verl_ascend.proc.info import PTRACE_GRANT
 
 TAIL_LINES = 200
 OTHER_LOG_LINES = 60
@@ -32,27 +33,15 @@ WAITING = re.compile(r"all_?reduce|all_?gather|reduce_scatter|broadcast|barrier|
 IDLE = re.compile(r"main_loop|\bselect\b|\bpoll\b|epoll|\bsleep\b|Condition\.wait|Event\.wait|_worker \(|"
                   r"acquire|run_forever|_run_once|serve_forever|Thread\._bootstrap|_recv_msg|readline|accept|"
                   r"recv_multipart|_check_parent|Monitor\._run|LogMonitor\.run|Thread\.run \(threading", re.I)
-PTRACE_FIX = ("py-spy needs ptrace rights over the run's processes: run the supervisor as their user, in a container "
-              "add CAP_SYS_PTRACE (docker run --cap-add SYS_PTRACE; Kubernetes securityContext.capabilities.add: "
-              "[\"SYS_PTRACE\"]), and where kernel.yama.ptrace_scope is above 0 set it to 0 "
-              "(sysctl -w kernel.yama.ptrace_scope=0) or grant CAP_SYS_PTRACE to py-spy "
-              "(setcap cap_sys_ptrace+ep $(which py-spy))")
+PTRACE_FIX = "py-spy needs ptrace rights over the run's processes: run the supervisor as their user; " + PTRACE_GRANT
 
 
 def proc_state(pid: int) -> dict:
-    """{pid, ppid, name, state, cpu_s, cmd} from /proc, or {pid, state: 'gone'}."""
-    try:
-        stat = open(f"/proc/{pid}/stat").read()
-        cmd = open(f"/proc/{pid}/cmdline", "rb").read().split(b"\0")
-    except OSError:
+    """{pid, ppid, name, state, cpu_s, start, cmd (its first 300 characters)}, or {pid, state: 'gone'}."""
+    found = info.read(pid)
+    if found is None:
         return {"pid": pid, "state": "gone"}
-    name = stat[stat.index("(") + 1:stat.rindex(")")]
-    rest = stat[stat.rindex(")") + 2:].split()
-    ticks = os.sysconf("SC_CLK_TCK")
-    first = cmd[0].decode(errors="replace") if cmd and cmd[0] else name
-    return {"pid": pid, "ppid": int(rest[1]), "name": first if first.startswith("ray::") else name, "state": rest[0],
-            "cpu_s": (int(rest[11]) + int(rest[12])) / ticks,
-            "cmd": " ".join(c.decode(errors="replace") for c in cmd if c)[:300], "start": rest[19]}
+    return {**found, "cmd": found["cmd"][:300]}
 
 
 def cpu_sample(pids) -> dict:
@@ -63,19 +52,6 @@ def cpu_sample(pids) -> dict:
         if "cpu_s" in s:
             out[pid] = s["cpu_s"]
     return out
-
-
-def py_spy():
-    """The py-spy next to this interpreter, else on PATH, else None."""
-    here = os.path.join(os.path.dirname(sys.executable), "py-spy")
-    return here if os.access(here, os.X_OK) else shutil.which("py-spy")
-
-
-def _ptrace_scope():
-    try:
-        return open("/proc/sys/kernel/yama/ptrace_scope").read().strip()
-    except OSError:
-        return None
 
 
 def is_python(pid: int) -> bool:
@@ -99,7 +75,7 @@ def dump(pid: int, state: str, tool: str) -> dict:
     if got.returncode == 0 and text.strip():
         return {"pid": pid, "ok": True, "text": text, "error": ""}
     if re.search(r"Permission denied|Operation not permitted|EPERM|ptrace", err, re.I):
-        scope = _ptrace_scope()
+        scope = info.ptrace_scope()
         err = f"{err.splitlines()[-1] if err else 'denied'} (kernel.yama.ptrace_scope={scope}) — {PTRACE_FIX}"
     return {"pid": pid, "ok": False, "text": text, "error": err[-400:] or f"py-spy exited {got.returncode}"}
 
@@ -183,7 +159,7 @@ def gather(folder: str, pids, console: str, since: float) -> dict:
     os.makedirs(os.path.join(folder, "stacks"), exist_ok=True)
     os.makedirs(os.path.join(folder, "logs"), exist_ok=True)
     states = [proc_state(pid) for pid in pids]
-    tool = py_spy()
+    tool = info.py_spy()
     dumps = {}
     if tool:
         with ThreadPoolExecutor(max_workers=4) as pool:

@@ -18,7 +18,7 @@ import time
 
 from verl_ascend.core import outfiles, runlog
 from verl_ascend.core.findings import WARNING, Finding
-from verl_ascend.proc import follow, marks
+from verl_ascend.proc import follow, info, marks
 from verl_ascend.proc import launch as proc_launch
 
 from . import attempt as A
@@ -100,7 +100,7 @@ class Supervisor:
         run = proc_launch.Run(A.wrapped(argv, folder), env, self.cwd, mark, bound=self.o.bound)
         with open(log, "w") as out:
             run.start(stdout=out, text=True)
-        attempt = R.Attempt(number, argv, log, pid=run.proc.pid, pid_start=A.proc_start(run.proc.pid), mark=str(mark),
+        attempt = R.Attempt(number, argv, log, pid=run.proc.pid, pid_start=info.start_of(run.proc.pid), mark=str(mark),
                             started=time.time())
         self.report.attempts.append(attempt)
         self.report.write()
@@ -307,7 +307,7 @@ class Supervisor:
         cur = old.current()
         if cur is None or old.state != R.RUNNING:
             return None
-        if cur.pid and A.proc_start(cur.pid) == cur.pid_start and cur.mark:
+        if cur.pid and info.start_of(cur.pid) == cur.pid_start and cur.mark:
             _say(f"attempt {cur.number} (pid {cur.pid}) still runs: watching it, not starting another")
             return cur
         cur.ended, cur.detected, cur.reason = time.time(), "supervisor_gone", "its supervisor ended; so did it"
