@@ -12,6 +12,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -160,3 +161,14 @@ def kill_cluster(head: subprocess.Popen, temp_dir: str) -> None:
             os.kill(int(pid), signal.SIGKILL)
         except OSError:
             pass  # gone meanwhile
+
+
+def wait_for(predicate, seconds: float, step: float = 0.2) -> bool:
+    """``predicate()`` polled until it holds or ``seconds`` pass; its last value. A bound on what the system under
+    test must do by itself (the kernel ending a namespace, a daemon starting), never a wait that helps it along."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(step)
+    return predicate()

@@ -14,7 +14,7 @@ import time
 import uuid
 
 import pytest
-from subproc import processes_with_env
+from subproc import processes_with_env, wait_for
 
 from verl_ascend.proc import namespace
 from verl_ascend.proc.follow import Follow
@@ -30,15 +30,6 @@ DETACHING = ("import subprocess, sys, time\n"
              "                 stdin=subprocess.DEVNULL)\n"
              "print('started', flush=True)\n"
              "time.sleep(300)\n")
-
-
-def wait_for(predicate, seconds: float) -> bool:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.1)
-    return predicate()
 
 
 @pytest.fixture(params=["namespace", "no-namespace"])
@@ -75,7 +66,7 @@ def test_run_end_ends_a_detached_daemon_and_says_what_is_left_only_after_looking
     try:
         assert proc.stdout.readline().strip() == "started"
         assert run.wait_namespace().startswith("pid:[") == (ns_mode == "namespace")
-        assert wait_for(lambda: len(run.pids()) >= 2, 30), run.pids()  # the command and its detached daemon
+        assert wait_for(lambda: len(run.pids()) >= 2, 30, step=0.1), run.pids()  # the command and its detached daemon
         assert run.end(grace=5) == []
         assert processes_with_env(VAR, mark.value) == []
     finally:
@@ -119,11 +110,11 @@ def test_a_bound_run_dies_with_its_killed_owner_an_unbound_one_outlives_it(ns_mo
                              stdout=subprocess.PIPE, text=True, start_new_session=True)
     try:
         assert owner.stdout.readline().strip() == "owner up"
-        assert wait_for(lambda: len(marked(mark)) >= 2, 60), marked(mark)
+        assert wait_for(lambda: len(marked(mark)) >= 2, 60, step=0.1), marked(mark)
         owner.kill()  # SIGKILL: nothing of the owner runs any more
         owner.wait()
         if bound == "bound":  # the kernel (parent-death signal, namespace) or the guard ends the run
-            assert wait_for(lambda: not marked(mark), 30), describe(marked(mark))
+            assert wait_for(lambda: not marked(mark), 30, step=0.1), describe(marked(mark))
         else:  # still running, still found by its mark, and ended by it
             time.sleep(2)
             assert len(marked(mark)) >= 2, marked(mark)

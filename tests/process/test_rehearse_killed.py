@@ -20,12 +20,11 @@ import subprocess
 import sys
 import tempfile
 import threading
-import time
 from pathlib import Path
 
 import pytest
 from rehearsal_helpers import FSDP_EXAMPLE, MAIN_PPO_TIMEOUT, NODES, NODES_RECIPE, QWEN3_4B, RECIPE, needs_09
-from subproc import clean_env
+from subproc import clean_env, wait_for
 
 MARK = b"VERL_ASCEND_REHEARSE_RUN="
 
@@ -45,15 +44,6 @@ def marked(prefix: str) -> list:
             if item.startswith(MARK + prefix.encode()):
                 found.append((int(entry.name), item[len(MARK):].decode(), cmd))
     return found
-
-
-def wait_for(predicate, seconds: float) -> bool:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.2)
-    return predicate()
 
 
 def raylet(procs) -> bool:

@@ -12,13 +12,12 @@ import os
 import signal
 import subprocess
 import sys
-import time
 import uuid
 from pathlib import Path
 
 import pytest
 from rehearsal_helpers import cpu_load
-from subproc import processes_with_env
+from subproc import processes_with_env, wait_for
 
 from verl_ascend.proc import namespace as pidns
 from verl_ascend.rehearse.run import trainer as runner
@@ -66,15 +65,6 @@ def names(pids) -> list:
         except OSError:
             pass
     return out
-
-
-def wait_for(predicate, seconds: float, step: float = 0.2) -> bool:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(step)
-    return predicate()
 
 
 @pytest.mark.parametrize("namespace", ["namespace", "no-namespace"])
