@@ -71,7 +71,6 @@ _CANN_PRELUDE = (
     'source() { if [ ! -e "${1:-}" ] && [[ "${1:-}" == */Ascend/*set_env.sh ]]; then '
     '_va_skip source "$@"; return 0; fi; builtin source "$@"; }\n'
     '.() { source "$@"; }\n')
-CANN_SKIPPED = "source of CANN's environment script, which is not installed here"
 
 TRAINER_MODULE_HINTS = ("main_ppo", "main_dapo", "main_grpo")
 

@@ -227,9 +227,9 @@ def _run_once(argv, env, cwd, log_path, timeout, label, out, said, namespace_out
             # exit code is what tells diagnose a run ended cleanly (diagnose.timeline.END) or did not (TERMINAL)
             log.write(f"{EXIT_LINE}{code} ({label})\n")
             log.flush()
-        except BaseException:  # Ctrl-C, a stop signal (proc.guard.Stopped), an error here: the run ends with us
+        except BaseException as exc:  # Ctrl-C, a stop signal (proc.guard.Stopped), an error here: the run ends with us
             watchdog.cancel()
-            launch.note_survivors(sys.exc_info()[1], run_.end())  # the owner's stop path names them
+            launch.note_survivors(exc, run_.end())  # the owner's stop path names them
             raise
         finally:
             run_.release_guard()
