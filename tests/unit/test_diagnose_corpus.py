@@ -34,9 +34,6 @@ RUNS = sorted(PUBLIC.glob("healthy/*.log")) + sorted(PUBLIC.glob("heldout_*/heal
 FALSE_ALARMS = {
     "healthy/ray_stop_raylet_agent_failed_e.log": "a graceful `ray stop`'s raylet.err E line, alone: no mark of the "
                                                   "run or of its end in the excerpt",
-    "healthy/ray_train_npu_result_then_tbe_errors.log": "CANN's TBE [ERROR] lines after Ray Train's returned Result, "
-                                                        "which the user's own print shows: no end mark Ray or verl "
-                                                        "prints",
     "heldout_2026-12-05c/healthy/ray_tune_extraneous_worker_died.log": "held out: Ray's 'A worker died' between two "
                                                                        "Tune lines that are no progress mark",
 }

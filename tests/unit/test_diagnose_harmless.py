@@ -77,3 +77,33 @@ def test_a_teardown_line_is_fatal_again_when_the_run_then_exits_non_zero(tmp_pat
     log = tmp_path / "console.log"
     log.write_text("".join(RUN) + KINDS["vllm_engine_core_died"] + "Job 'raysubmit_7Lc2' failed\n")
     assert diagnose(log)["exit_code"] == 1
+
+
+# Ray Train on a 910B2 (https://github.com/ray-project/ray/issues/49998, verbatim: public/healthy/): the script printed
+# the Result fit() returned, then CANN's TBE compiler subprocesses of the torn-down worker printed their errors
+RAY_TRAIN = (FIX / "public" / "healthy" / "ray_train_npu_result_then_tbe_errors.log").read_text().splitlines(keepends=True)
+RESULT = "".join(RAY_TRAIN[:6])
+TBE = "".join(RAY_TRAIN[6:])
+# Ray < 2.5 printed the Result on one line (a dataclass repr with error=None); a failed trial's Result names its error
+RESULT_ONE_LINE = "Result(metrics={'loss': 0.0114, 'done': True}, checkpoint=None, error=None, log_dir=None)\n"
+RESULT_ERROR = RESULT.replace("Result(\n", "Result(\n  error='TrainingFailedError',\n")
+DRIVER_ERROR = ('Traceback (most recent call last):\n  File "/root/train.py", line 60, in <module>\n'
+                "    model = load(result.checkpoint)\nFileNotFoundError: [Errno 2] No such file or directory: 'model.pt'\n")
+
+
+@pytest.mark.parametrize("text, exit_code", [
+    (RESULT + TBE, 0),                  # the workers' lines after the Result fit() returned: their teardown
+    (RESULT_ONE_LINE + TBE, 0),
+    (TBE, 1),                           # the same lines with no Result: the run's last word
+    (TBE + RESULT, 1),                  # before the Result: it says nothing of them (Tune's best Result beside failures)
+    (RESULT_ERROR + TBE, 1),            # a Result that carries an error is no end of a healthy run
+    (RESULT_ONE_LINE.replace("error=None", "error=RayTaskError(ValueError)") + TBE, 1),
+    (RESULT + DRIVER_ERROR, 1),         # the driver's own traceback after fit(): the script failed, not teardown
+], ids=["after", "after_one_line", "without", "before", "result_with_error", "one_line_with_error", "driver_after"])
+def test_a_returned_ray_result_ends_the_run_for_its_workers_only(text, exit_code, tmp_path):
+    log = tmp_path / "driver.log"
+    log.write_text(text)
+    result = diagnose(log)
+    assert result["exit_code"] == exit_code, [f["where"]["text"] for f in result["findings"]]
+    if exit_code == 0:
+        assert result["shutdown_lines"] == 7 and result["runs"][0]["finished"]

@@ -18,6 +18,12 @@ Every error line is then judged:
   destructors). Named in ``--verbose``, never fails a run -- unless a non-zero exit of the job or of the
   command follows the end (``terminal`` lines: ``Job '...' failed``, ``exit code 1``, the shell's ``Killed
   python3 ...``): then the run did not finish cleanly and those lines are fatal again.
+
+A Ray Train / Ray Tune script ends differently: ``fit()`` returns a ``Result`` and the script prints it (Ray's repr,
+``Result(`` then ``metrics=...`` -- ``ray/air/result.py``; Ray < 2.5 on one line with ``error=None``). A Result
+without an ``error=`` is a *returned* end, narrower than verl's: the workers' lines after it (Ray's ``(Name pid=N)``
+prefix) are their teardown, but the driver's own lines after it are the script going on after ``fit()`` and stay
+fatal; and it says nothing of the lines before it (Tune's best Result prints clean beside trials that failed).
 """
 
 import dataclasses
@@ -56,6 +62,11 @@ MORE_PROGRESS = re.compile(r"Avg prompt throughput: |Application startup complet
 PROGRESS_ANCHORS = ("Avg prompt throughput", "Application startup complete", "Starting vLLM API server",
                     "init engine (profile", "Graph capturing finished", "Received request",
                     "Added request", 'HTTP/1.1"', 'HTTP/1.0"')
+# Ray's repr of what Trainer.fit() / Tuner.fit() returned; RESULT_WINDOW bytes after it searched for its end and error
+_RESULT = re.compile(rb"Result\(\s*(?:metrics|error|path)=")
+_RESULT_CLOSE = re.compile(rb"\n[ \t]*\)")
+_RESULT_ERROR = re.compile(rb"\berror=(?!None\b)")
+RESULT_WINDOW = 8192
 WINDOW = 16384                     # bytes above a mark searched for the time it happened
 TEARDOWN = datetime.timedelta(minutes=10)  # after a run's end, how long another file's errors count as its teardown
 _STAMP = re.compile(rb"(?<!\d)20\d\d-\d\d-\d\d[-T ]\d\d:\d\d:\d\d")
@@ -67,6 +78,7 @@ class Mark:
     text: str
     when: object = None            # datetime or None
     step: int = None
+    returned: bool = False         # a Ray Result fit() returned (module docstring), not one of verl's end marks
 
     def as_dict(self, path) -> dict:
         out = {"file": path, "line": self.line, "text": self.text}
@@ -139,6 +151,27 @@ def _first_end(data, after):
     return -1
 
 
+def _returned(data, after):
+    """Position of the first Ray ``Result(...)`` repr after ``after`` that carries no error, else -1: multi-line (its
+    closing ``)`` on a line of its own) or Ray < 2.5's one-line dataclass repr (to the line's end)."""
+    pos = max(after, 0) - 1
+    while (pos := data.find(b"Result(", pos + 1)) != -1:
+        m = _RESULT.match(data, pos)
+        if m is None or (pos and (data[pos - 1:pos].isalnum() or data[pos - 1:pos] in b"_.")):
+            continue                                  # not the repr (TrainingResult(, ray.air.Result(...) in code)
+        if b"\n" in data[m.start():m.end()]:          # Result(\n  metrics=...,\n  ...\n): to its closing line
+            close = _RESULT_CLOSE.search(data, m.end(), m.start() + RESULT_WINDOW)
+            if close is None:
+                continue                              # no end of the repr in sight: not judged
+            close_at = close.end()
+        else:                                         # Result(metrics=..., error=None, log_dir=...): to the line's end
+            close_at = data.find(b"\n", m.end())
+            close_at = len(data) if close_at == -1 else close_at
+        if not _RESULT_ERROR.search(data, m.start(), close_at):
+            return m.start()
+    return -1
+
+
 class Reader:
     """Per-file progress, fed block by block by the scanner."""
 
@@ -155,6 +188,9 @@ class Reader:
         step = _last_step(data)
         last = _last_progress(data, step)
         end = _first_end(data, max(last, 0))
+        returned = _returned(data, max(last, 0))
+        if returned != -1 and (end == -1 or returned < end):
+            end = returned
         if last == -1 and end == -1:
             return
         if newlines is None:
@@ -168,6 +204,7 @@ class Reader:
                         else run.step)
         if end != -1 and run.end is None:
             run.end = self._mark(data, end, base_line, year, newlines)
+            run.end.returned = end == returned
 
     def progress(self, path, line, text, when):
         """A progress line the scan selected (``MORE_PROGRESS``): the file's last progress if it is the latest; it
@@ -200,11 +237,11 @@ def judge(event, runs, ended_badly=frozenset()):
     is a non-zero exit (a run that failed before any progress mark is not another file's teardown)."""
     run = runs.get(event.path)
     if run is not None:
-        if run.end and event.line > run.end.line:
+        if run.end and event.line > run.end.line and (not run.end.returned or context.process(event.text)):
             return SHUTDOWN, f"after the run's end ({run.end.text[:80]!r}, line {run.end.line})"
         if run.last and run.last.line > event.line:
             return HANDLED, f"the run went on: {_what(run)}, progress up to line {run.last.line}"
-        if run.end and run.end.line > event.line:
+        if run.end and run.end.line > event.line and not run.end.returned:
             return HANDLED, f"the run reached its end after it (line {run.end.line})"
         return FATAL, ""
     if event.when is not None:      # a file without progress of its own (a worker log, a plog): placed by time
@@ -213,11 +250,11 @@ def judge(event, runs, ended_badly=frozenset()):
                 continue           # before that run began: not its error
             if other.end and other.end.when and other.end.when <= event.when <= other.end.when + TEARDOWN:
                 return SHUTDOWN, f"after the end of the run in {path} ({other.end.when:%H:%M:%S})"
-            latest = max((m.when for m in (other.last, other.end) if m and m.when), default=None)
+            latest = max((m.when for m in (other.last, other.end) if m and m.when and not m.returned), default=None)
             if _after(latest, event.when):
                 return HANDLED, f"the run in {path} went on: {_what(other)} at {latest:%H:%M:%S}"
         return FATAL, ""
-    if runs and all(r.finished for r in runs.values()) and event.path not in ended_badly:
+    if runs and all(r.finished and not r.end.returned for r in runs.values()) and event.path not in ended_badly:
         return HANDLED, "no time to place it by, and every run in these logs reached its end"
     return FATAL, ""
 
