@@ -25,6 +25,7 @@ PATCHES = {
         "torch.distributed.checkpoint.planner_helpers")),
     "ray_runtime_env": ("verl_ascend.patches.ray_runtime_env", ("ray",)),
     "trainer_device": ("verl_ascend.patches.trainer_device", ("verl.trainer.ppo.ray_trainer",)),
+    "deadline_save": ("verl_ascend.patches.deadline_save", ("verl.trainer.ppo.v1.trainer_base",)),
     "torch_npu_save": ("verl_ascend.patches.torch_npu_save", ("torch",)),
     "tensordict_sync": ("verl_ascend.patches.tensordict_sync", ("verl",)),
     "mindspeed": ("verl_ascend.patches.mindspeed", ("verl",)),

@@ -20,6 +20,8 @@ In the driver:
     ray_runtime_env   ray                       VERL_ASCEND* settings reach every Ray worker
 In the TaskRunner:
     trainer_device    verl.trainer.ppo.ray_trainer   trainer.device cuda -> npu (verl <= 0.6)
+    deadline_save     verl.trainer.ppo.v1.trainer_base   trainer v1 forces a save when the allocation ends, as the
+                                                legacy trainer does (verl's ESI check; any host)
 Where generation batches are split across rollout workers (driver / TaskRunner):
     rollout_order     verl.experimental.agent_loop.agent_loop, verl.single_controller.ray.base
                       tiled rollout dispatch, verl's interleaved order on the output
