@@ -18,9 +18,10 @@ pytestmark = pytest.mark.verl_agnostic
 def attempts():
     # attempt 1 trains steps 1-5 (100 s each) from t=0, saved at 3, dies; attempt 2 resumes from 3, trains 4-8
     a1 = R.Attempt(1, ["x"], "a1.log", started=0.0, ended=700.0, first_step_at=200.0, first_step=1, last_step=5,
-                   step_seconds={s: 100.0 for s in range(1, 6)}, failed_at=650.0, detected_at=690.0, resumed_from=0)
+                   step_seconds={s: 100.0 for s in range(1, 6)}, failed_at=650.0, detected_at=690.0, resumed_from=0,
+                   tracker=3)
     a2 = R.Attempt(2, ["x"], "a2.log", started=760.0, ended=1460.0, first_step_at=960.0, first_step=4, last_step=8,
-                   step_seconds={s: 100.0 for s in range(4, 9)}, resumed_from=3)
+                   step_seconds={s: 100.0 for s in range(4, 9)}, resumed_from=3, tracker=8)
     return [a1, a2]
 
 
@@ -30,7 +31,20 @@ def test_time_lost_goodput_and_steps_recomputed():
     assert t["kept_training_s"] == 800.0 and t["wall_s"] == 1460.0
     assert t["time_lost_s"] == 660.0 and t["goodput"] == pytest.approx(800 / 1460, abs=1e-3)
     a1, a2 = attempts()
+    a1.tracker = 2  # the step-3 save was damaged and the relaunch went on from step 2: step 3's training is lost
+    assert R.totals([a1, a2])["kept_training_s"] == 700.0
     assert a1.detection_latency_s == 40.0 and a2.to_first_step_s == 200.0
+
+
+def test_steps_trained_after_the_last_save_are_not_kept():
+    # the deadline ends a run at step 58 whose last save was step 40; with no save at all nothing is kept
+    run = R.Attempt(1, ["x"], "a.log", started=0.0, ended=300.0, step_seconds={s: 4.0 for s in range(1, 59)},
+                    tracker=40)
+    assert R.totals([run])["kept_training_s"] == 160.0
+    run.tracker = None
+    assert R.totals([run])["kept_training_s"] == 0.0 and R.totals([run])["goodput"] == 0.0
+    run.ended = None  # still running: its steps count until it ends
+    assert R.totals([run], now=300.0)["kept_training_s"] == 232.0
 
 
 def test_report_json_is_the_envelope_written_whole_and_read_back(tmp_path, capsys):

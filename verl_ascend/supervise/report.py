@@ -7,8 +7,10 @@ instead of starting a second one. Times are wall-clock seconds since the epoch (
 the next supervisor).
 
 Totals: ``time_lost_s`` = wall time - the training time of the kept steps; ``goodput`` = kept training time /
-wall time. A step is kept when no later attempt trained it again: a step an attempt trained past the checkpoint
-its successor resumed from was recomputed, and its first training is lost time.
+wall time. A step is kept when its training reached a checkpoint (at or before the step the attempt's tracker named
+when it ended) and no later attempt trained it again: a step an attempt trained past the checkpoint its successor
+resumed from was recomputed, and a step trained after the last save of a run that ends there (the deadline, a stop)
+is lost; either way its training time is lost time.
 """
 
 import dataclasses
@@ -94,6 +96,14 @@ def recomputed(attempts: list) -> list:
     return out
 
 
+def saved(attempt: Attempt, step: int) -> bool:
+    """Whether the attempt's training of ``step`` reached a checkpoint: at or before the step its tracker named when
+    it ended (none named: nothing saved). A running attempt's steps count until it ends (a save may still come)."""
+    if attempt.ended is None:
+        return True
+    return attempt.tracker is not None and step <= attempt.tracker
+
+
 def totals(attempts: list, now: float = None) -> dict:
     if not attempts:
         return {"attempts": 0, "restarts": 0, "wall_s": 0.0, "kept_training_s": 0.0, "time_lost_s": 0.0,
@@ -101,8 +111,11 @@ def totals(attempts: list, now: float = None) -> dict:
     start = attempts[0].started
     end = attempts[-1].ended or now or start
     kept = {}
-    for a in attempts:  # a later attempt's training of a step replaces the earlier one
-        kept.update(a.step_seconds)
+    for a in attempts:
+        for step, seconds in a.step_seconds.items():
+            kept.pop(step, None)  # a later attempt's training of a step replaces the earlier one
+            if saved(a, step):
+                kept[step] = seconds
     kept_s = sum(v for v in kept.values() if v == v)
     wall = max(0.0, end - start)
     again = recomputed(attempts)

@@ -278,6 +278,8 @@ class Supervisor:
             snap.exit_code = handle.poll() if handle is not None else None
         attempt.ended, attempt.exit_code = time.time(), snap.exit_code
         attempt.resumed_from = timeline.resumed_from(snap)
+        if attempt.tracker is None:  # what its training reached on disk: the kept steps (report.saved)
+            attempt.tracker = self.tracker_now()
         self.history += timeline.steps(snap)
         if attempt.to_first_step_s is not None:
             self.startup_seen = max(self.startup_seen or 0.0, attempt.to_first_step_s)
