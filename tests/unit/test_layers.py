@@ -75,9 +75,10 @@ def test_no_module_imports_a_higher_layer():
 # parser; diagnose reads the last step line with that parser). Anything both need otherwise lives in a lower
 # layer (recipe/, core/): rehearse once reached into check/ for a helper.
 FEATURE_USES = {("rehearse", "data"), ("rehearse", "logs"), ("rehearse", "convert"), ("diagnose", "logs"),
-                # supervise decides from diagnose's answer, checks and syncs checkpoints, reads step lines; a
-                # rehearsal runs its training under supervise (rehearse --supervise)
-                ("supervise", "diagnose"), ("supervise", "ckpt"), ("supervise", "logs"), ("rehearse", "supervise")}
+                # supervise decides from diagnose's answer, checks and syncs checkpoints, reads step lines, asks Ray
+                # for its nodes as doctor does; a rehearsal runs its training under supervise (rehearse --supervise)
+                ("supervise", "diagnose"), ("supervise", "ckpt"), ("supervise", "logs"), ("supervise", "doctor"),
+                ("rehearse", "supervise")}
 
 
 def feature_imports(module: str, source: str, is_package: bool = False) -> set:

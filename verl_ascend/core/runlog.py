@@ -34,7 +34,11 @@ MARKS = (REHEARSE_MARK, SUPERVISE_MARK)
 # gives ``KIND@CHECKPOINT_DIR`` to the attempts that carry it (the first only, or every one for a crash loop);
 # ray_runtime_env carries it to the workers. Not a setting: node lines leave it out, as they leave the marks.
 FAULT_VAR = "VERL_ASCEND_REHEARSE_FAULT"
-NOT_SETTINGS = MARKS + (FAULT_VAR,)
+# which node of a multi-node rehearsal a process runs on (``rehearse/run/cluster.py`` gives it to worker node k's
+# ``ray start``, ``rehearse/run/nodeshell.py`` to what runs in node k's view; the head's processes have none). Only
+# there: the rehearsal's nodes share one host's /proc, a cluster's nodes do not (``supervise/evidence.py``).
+NODE_VAR = "VERL_ASCEND_REHEARSE_NODE"
+NOT_SETTINGS = MARKS + (FAULT_VAR, NODE_VAR)
 # the kinds the loop itself plants in the actor's rank 0, at its first optimizer step after a checkpoint exists
 FAULT_KILL = "kill-worker"   # SIGKILL: a Ray worker dies mid-step (the OOM killer's way)
 FAULT_STOP = "hang-rank"     # SIGSTOP: a rank stops mid-update, the others wait for it in a collective

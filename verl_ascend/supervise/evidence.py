@@ -8,7 +8,10 @@
 - the newest lines of the attempt's console and of the Ray session's and CANN's logs written since it started;
 - a summary naming the process(es) not where the others are: stopped, or outside the wait the others are in.
 
-Only this host's processes are read; the other nodes' run the same module over ssh in a later change.
+With ``--nodes`` the other nodes run this module over the ssh command of ``--ssh`` (:mod:`.evidence_nodes`:
+``python -m verl_ascend.supervise.evidence --mark VAR=value`` prints one JSON line) and the summary's odd ones are
+taken over the processes of every node. Each host reads its own ``/proc``; only a multi-node rehearsal, whose nodes
+share this machine's, tells them apart by ``runlog.NODE_VAR`` (:func:`on_this_node`).
 """
 
 import collections
@@ -17,8 +20,11 @@ import json
 import os
 import re
 import subprocess
+import sys
+import time
 from concurrent.futures import ThreadPoolExecutor
 
+from verl_ascend.core import runlog
 from verl_ascend.proc import info
 from verl_ascend.proc.info import PTRACE_GRANT
 
@@ -26,6 +32,9 @@ TAIL_LINES = 200
 OTHER_LOG_LINES = 60
 MAX_OTHER_LOGS = 40
 DUMP_TIMEOUT = 20.0
+DUMP_BUDGET = 90.0   # s for all of a host's py-spy dumps: a process not read by then is said so (remote calls are bounded)
+CPU_SAMPLE = 1.0     # s between the two reads of each process's CPU time (cpu_rate: cores it used meanwhile)
+BUSY = 0.5           # cores: a process using this much is "still burning CPU"
 # the innermost frame of a process that waits for the others: a collective, a barrier, Ray's get on the ranks
 WAITING = re.compile(r"all_?reduce|all_?gather|reduce_scatter|broadcast|barrier|all_?to_?all|\brecv\b|irecv|"
                      r"\bsend\b|synchronize|Work\.wait|\bget\b|get_objects|ray\.get", re.I)
@@ -62,15 +71,17 @@ def is_python(pid: int) -> bool:
         return False
 
 
-def dump(pid: int, state: str, tool: str) -> dict:
+def dump(pid: int, state: str, tool: str, timeout: float = DUMP_TIMEOUT) -> dict:
     """{pid, ok, text, error} for one process's stacks."""
     if not is_python(pid):
         return {"pid": pid, "ok": False, "text": "", "error": "not a Python process"}
+    if timeout <= 0:
+        return {"pid": pid, "ok": False, "text": "", "error": f"not read: the {DUMP_BUDGET:.0f} s for all dumps ran out"}
     argv = [tool, "dump", "--pid", str(pid)] + (["--nonblocking"] if state == "T" else [])
     try:
-        got = subprocess.run(argv, capture_output=True, text=True, timeout=DUMP_TIMEOUT, stdin=subprocess.DEVNULL)
+        got = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
     except subprocess.TimeoutExpired:
-        return {"pid": pid, "ok": False, "text": "", "error": f"py-spy took over {DUMP_TIMEOUT:.0f} s"}
+        return {"pid": pid, "ok": False, "text": "", "error": f"py-spy took over {timeout:.0f} s"}
     text, err = got.stdout, got.stderr.strip()
     if got.returncode == 0 and text.strip():
         return {"pid": pid, "ok": True, "text": text, "error": ""}
@@ -110,21 +121,50 @@ def odd_ones(processes: list) -> list:
     out = []
     for p in processes:
         if p.get("state") == "T":
-            out.append(f"pid {p['pid']} ({p['name']}) is STOPPED (state T)"
-                       + (f", at {p['top']}" if p.get("top") else ""))
+            out.append(f"{who(p)} is STOPPED (state T)" + (f", at {p['top']}" if p.get("top") else ""))
         elif p.get("state") == "D":
-            out.append(f"pid {p['pid']} ({p['name']}) is in uninterruptible kernel sleep (state D: I/O or a driver)")
+            out.append(f"{who(p)} is in uninterruptible kernel sleep (state D: I/O or a driver)")
     stacked = [p for p in processes if p.get("top") and p.get("state") != "T" and not IDLE.search(p["top"])]
     waiting = [p for p in stacked if WAITING.search(p["top"])]
     if len(waiting) * 2 > len(stacked) >= 1 and waiting:
         frames = collections.Counter(p["top"].split(" (")[0] for p in waiting)
         out.append(f"{len(waiting)} of {len(stacked)} processes wait (" + ", ".join(f"{f} x{n}" for f, n in
                    frames.most_common(3)) + ")")
-        out += [f"pid {p['pid']} ({p['name']}) waits in {p['top']}" for p in waiting[:8]]
+        out += [f"{who(p)} waits in {p['top']}" for p in waiting[:8]]
         for p in stacked:
             if p not in waiting:
-                out.append(f"pid {p['pid']} ({p['name']}) is elsewhere: {p['top']}")
+                out.append(f"{who(p)} is elsewhere: {p['top']}")
     return out
+
+
+def who(p: dict) -> str:
+    """``pid N (name)``, with ``on NODE`` for a process of another node (its ``node`` key)."""
+    return f"pid {p['pid']}" + (f" on {p['node']}" if p.get("node") else "") + f" ({p['name']})"
+
+
+def busy(processes: list) -> list:
+    """Lines naming the processes still burning CPU (``cpu_rate`` >= :data:`BUSY` cores), busiest first."""
+    hot = sorted((p for p in processes if (p.get("cpu_rate") or 0) >= BUSY), key=lambda p: -p["cpu_rate"])
+    return [f"{who(p)} uses {p['cpu_rate']:.2f} core" + (f", at {p['top']}" if p.get("top") else "") for p in hot[:8]]
+
+
+def node_tag(pid: int) -> str:
+    """The process's :data:`runlog.NODE_VAR` ('' without it: every process of a real cluster, a rehearsal's head)."""
+    try:
+        environ = open(f"/proc/{pid}/environ", "rb").read().split(b"\0")
+    except OSError:
+        return ""
+    wanted = runlog.NODE_VAR.encode() + b"="
+    return next((item[len(wanted):].decode(errors="replace") for item in environ if item.startswith(wanted)), "")
+
+
+def on_this_node(pids) -> list:
+    """The pids that run on this node. On a cluster that is every pid this host's ``/proc`` shows. A multi-node
+    rehearsal puts its nodes on one host, so there each node's processes carry :data:`runlog.NODE_VAR` (the node's
+    ``ray start`` had it; what the rehearsal's ssh runs in node k's view has it too) and a process belongs to the node
+    whose value it carries, as this one does."""
+    own = os.environ.get(runlog.NODE_VAR, "")
+    return [pid for pid in pids if node_tag(pid) == own]
 
 
 def _tail(path: str, n: int) -> list:
@@ -154,39 +194,124 @@ def other_logs(since: float) -> list:
     return [p for _, p in sorted(found, reverse=True)[:MAX_OTHER_LOGS]]
 
 
-def gather(folder: str, pids, console: str, since: float) -> dict:
-    """Save the evidence of the run's processes ``pids`` into ``folder``; returns {summary, stacks, pyspy}."""
-    os.makedirs(os.path.join(folder, "stacks"), exist_ok=True)
-    os.makedirs(os.path.join(folder, "logs"), exist_ok=True)
+def collect(pids, budget: float = DUMP_BUDGET, sample: float = CPU_SAMPLE) -> tuple:
+    """(states, py-spy's path or None): each process's :func:`proc_state`, ``cpu_rate`` (cores used over ``sample``
+    s), ``top`` (where it is, or None), ``stack`` ('read', 'not read: why', 'py-spy not installed') and ``text`` (the
+    dump, or why there is none). Every dump ends within ``budget`` s."""
     states = [proc_state(pid) for pid in pids]
+    if sample and any("cpu_s" in s for s in states):
+        time.sleep(sample)
+        for s in states:
+            again = info.read(s["pid"]) if "cpu_s" in s else None
+            if again and again["start"] == s["start"]:
+                s["cpu_rate"] = round((again["cpu_s"] - s["cpu_s"]) / sample, 2)
     tool = info.py_spy()
-    dumps = {}
+    dumps, end = {}, time.monotonic() + budget
     if tool:
         with ThreadPoolExecutor(max_workers=4) as pool:
-            for d in pool.map(lambda s: dump(s["pid"], s.get("state"), tool), [s for s in states if "cpu_s" in s]):
+            for d in pool.map(lambda s: dump(s["pid"], s.get("state"), tool, min(DUMP_TIMEOUT, end - time.monotonic())),
+                              [s for s in states if "cpu_s" in s]):
                 dumps[d["pid"]] = d
     for s in states:
         d = dumps.get(s["pid"])
         s["top"] = top_frame(d["text"]) if d and d["ok"] else None
         s["stack"] = ("read" if d["ok"] else f"not read: {d['error']}") if d else "py-spy not installed"
         if d:
+            s["text"] = d["text"] if d["ok"] else f"py-spy could not read pid {s['pid']}: {d['error']}\n"
+    return states, tool
+
+
+def write_node(folder: str, states: list, logs: list) -> None:
+    """One node's evidence into ``folder``: ``processes.json`` (no stack text), ``stacks/PID.txt``, ``logs/*.tail``
+    (``logs``: [(path, lines)])."""
+    os.makedirs(os.path.join(folder, "stacks"), exist_ok=True)
+    os.makedirs(os.path.join(folder, "logs"), exist_ok=True)
+    for s in states:
+        if "text" in s:
             with open(os.path.join(folder, "stacks", f"{s['pid']}.txt"), "w") as fh:
-                fh.write(d["text"] if d["ok"] else f"py-spy could not read pid {s['pid']}: {d['error']}\n")
+                fh.write(s["text"])
     with open(os.path.join(folder, "processes.json"), "w") as fh:
-        json.dump(states, fh, indent=1)
-    logs = [(console, TAIL_LINES)] + [(p, OTHER_LOG_LINES) for p in other_logs(since)]
-    for i, (path, n) in enumerate(logs):
+        json.dump([{k: v for k, v in s.items() if k != "text"} for s in states], fh, indent=1)
+    for i, (path, lines) in enumerate(logs):
         with open(os.path.join(folder, "logs", f"{i:02d}-{os.path.basename(path)}.tail"), "w") as fh:
-            fh.write(f"# last {n} lines of {path}\n" + "\n".join(_tail(path, n)) + "\n")
-    summary = odd_ones(states)
+            fh.write(f"# last {len(lines)} lines of {path}\n" + "\n".join(lines) + "\n")
+
+
+def counts(states: list, tool) -> list:
+    """The summary's lines on one node's processes: how many, in which state, and why stacks are missing."""
+    out = [f"{len(states)} process(es) of the run: " + ", ".join(f"{n} {k}" for k, n in sorted(
+        collections.Counter(s.get("state") for s in states).items()))]
     denied = [s["pid"] for s in states if s.get("stack", "").startswith("not read") and "ptrace" in s["stack"]]
     if not tool:
-        summary.append("no stacks: py-spy is not installed (pip install 'verl-ascend[supervise]')")
+        out.append("no stacks: py-spy is not installed (pip install 'verl-ascend[supervise]')")
     elif denied:
-        summary.append(f"py-spy could not read {len(denied)} process(es): {PTRACE_FIX}")
-    counts = collections.Counter(s.get("state") for s in states)
-    summary.insert(0, f"{len(states)} process(es) of the run: " + ", ".join(f"{n} {k}" for k, n in sorted(counts.items())))
+        out.append(f"py-spy could not read {len(denied)} process(es): {PTRACE_FIX}")
+    return out
+
+
+def gather(folder: str, pids, console: str, since: float, options=None, mark: str = "") -> dict:
+    """Save the evidence of the run's processes ``pids`` on this host into ``folder`` and, with ``options.nodes``
+    (head first) and the attempt's ``mark``, of each other node's into ``folder/nodes/NODE/``; returns {summary,
+    stacks, pyspy, processes, nodes}."""
+    from . import evidence_nodes
+
+    remote = evidence_nodes.start(options, mark, since) if options is not None and len(options.nodes) > 1 and mark \
+        else None
+    states, tool = collect(on_this_node(pids))
+    logs = [(console, TAIL_LINES)] + [(p, OTHER_LOG_LINES) for p in other_logs(since)]
+    write_node(folder, states, [(path, _tail(path, n)) for path, n in logs])
+    found = evidence_nodes.finish(remote) if remote else {}
+    for node, got in found.items():
+        where = os.path.join(folder, "nodes", node.replace("/", "_"))
+        os.makedirs(where, exist_ok=True)
+        if "error" in got:
+            with open(os.path.join(where, "unreachable.txt"), "w") as fh:
+                fh.write(got["error"] + "\n")
+            continue
+        write_node(where, got["processes"], [(lg["path"], lg["lines"]) for lg in got.get("logs", ())])
+        with open(os.path.join(where, "node.json"), "w") as fh:
+            json.dump({k: v for k, v in got.items() if k not in ("processes", "logs")}, fh, indent=1)
+    summary = counts(states, tool)
+    everyone = list(states)
+    if found:
+        summary = [f"{options.nodes[0]} (this host): {line}" for line in summary]
+        for node, got in found.items():
+            if "error" in got:
+                summary.append(f"{node}: not reached: {got['error']}")
+                continue
+            summary += [f"{node}: {line}" for line in counts(got["processes"], got.get("pyspy"))]
+            everyone += [{**p, "node": node} for p in got["processes"]]
+    summary += odd_ones(everyone) + busy(everyone)
     with open(os.path.join(folder, "summary.txt"), "w") as fh:
         fh.write("\n".join(summary) + "\n")
-    return {"summary": summary, "stacks": sum(1 for d in dumps.values() if d["ok"]), "pyspy": bool(tool),
-            "processes": len(states)}
+    return {"summary": summary, "stacks": sum(1 for s in everyone if s.get("stack") == "read"), "pyspy": bool(tool),
+            "processes": len(everyone), "nodes": {n: g.get("error") or f"{len(g['processes'])} process(es)"
+                                                  for n, g in found.items()}}
+
+
+def main(argv=None) -> int:
+    """``python -m verl_ascend.supervise.evidence --mark VAR=value [--since EPOCH] [--budget S]``: this node's part of
+    the evidence as one JSON line {host, node, pyspy, ptrace_scope, processes (each with its stack text), logs};
+    what ``supervise`` runs on the other nodes over ssh. Exit 0, or 2 on bad input."""
+    import argparse
+
+    p = argparse.ArgumentParser(prog="python -m verl_ascend.supervise.evidence")
+    p.add_argument("--mark", required=True, help="VAR=value: the run's mark (its processes carry it)")
+    p.add_argument("--since", type=float, default=time.time() - 3600, help="logs written since (epoch s)")
+    p.add_argument("--budget", type=float, default=DUMP_BUDGET, help="s for all py-spy dumps")
+    args = p.parse_args(argv)
+    var, _, value = args.mark.partition("=")
+    if not var or not value:
+        print(f"--mark {args.mark!r}: not VAR=value", file=sys.stderr)
+        return 2
+    from verl_ascend.proc import marks
+
+    states, tool = collect(on_this_node(marks.marked(marks.Mark(var, value))), budget=args.budget)
+    logs = [{"path": path, "lines": _tail(path, OTHER_LOG_LINES)} for path in other_logs(args.since)]
+    print(json.dumps({"host": os.uname().nodename, "node": os.environ.get(runlog.NODE_VAR, ""), "pyspy": tool,
+                      "ptrace_scope": info.ptrace_scope(), "processes": states, "logs": logs}))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

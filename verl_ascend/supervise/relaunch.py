@@ -6,8 +6,10 @@ of ``--ssh``, as ``ckpt sync`` reaches them:
 
 1. :func:`end_on_nodes`: the attempt's processes on every node, ended by the mark they carry
    (``python -m verl_ascend.proc.marks end VAR=value``): never by a name, never another user's;
-2. :func:`wait_nodes`: every node answers (``ssh NODE true``) within ``--wait-nodes``, else the run gives up (a
-   requeue may find them back); a node that does not answer before the first attempt is bad input;
+2. :func:`wait_nodes`: every node answers (``ssh NODE true``) and, where a Ray cluster outlives the command
+   (``ray start`` per node), Ray shows ``trainer.nnodes`` nodes alive (:mod:`.ray_nodes`), within ``--wait-nodes``,
+   else the run gives up (a requeue may find them back); a node that does not answer before the first attempt is
+   bad input;
 3. ``ckpt sync DIR --all`` between the nodes (it lists, copies what a node lacks from the node that has it, and runs
    ``ckpt check`` on each);
 4. :func:`resume_point`: on each node ``python -m verl_ascend.supervise.relaunch DIR`` (:func:`state`) says the
@@ -165,14 +167,33 @@ def unreachable(options) -> dict:
     return bad
 
 
-def wait_nodes(options, poll: float = 10.0) -> dict:
-    """Wait up to ``options.wait_nodes`` s for every node to answer; {node: why} of those that never did."""
+def wait_nodes(options, poll: float = 10.0, settings: dict = None, env: dict = None, say=print) -> dict:
+    """Wait up to ``options.wait_nodes`` s for every ``--nodes`` node to answer, then, where a Ray cluster outlives
+    the command (:mod:`.ray_nodes`), for Ray to show ``trainer.nnodes`` nodes alive; {node or 'Ray at ADDRESS':
+    why} of what was not back in time ({} when all is)."""
+    from . import ray_nodes
+
     deadline = time.monotonic() + options.wait_nodes
-    while True:
+    while options.nodes:
         bad = unreachable(options)
         if not bad or time.monotonic() >= deadline:
-            return bad
+            if bad:
+                return bad
+            break
         time.sleep(min(poll, max(0.0, deadline - time.monotonic())))
+    want = ray_nodes.wanted(settings, options.nodes)
+    if not want or want < 2:
+        return {}
+    address, how = ray_nodes.outside(os.environ if env is None else env)
+    if address is None:
+        ray_nodes.say_once(say, f"{how}: the command forms its own, so the relaunch does not wait for Ray's nodes")
+        return {}
+    hosts = [ckpt_nodes.parse(n).host for n in options.nodes]
+    why = ray_nodes.wait(address, want, hosts, deadline, poll)
+    if why:
+        return {f"Ray at {address}": why}
+    say(f"Ray at {address} (from {how}): {want} node(s) alive, as trainer.nnodes asks")
+    return {}
 
 
 def sync(options, folder: str, call) -> tuple:

@@ -210,10 +210,10 @@ class Supervisor:
             left = relaunch.end_on_nodes(self.o, attempt.mark)
             _say("the attempt on the nodes: " + "; ".join(f"{n}: " + ("nothing left" if v == [] else str(v))
                                                           for n, v in left.items()))
-            gone = relaunch.wait_nodes(self.o)
-            if gone:
-                return R.GAVE_UP, D.EXIT_GAVE_UP, (f"node(s) not back within --wait-nodes {self.o.wait_nodes:g} s: "
-                                                   + "; ".join(f"{n}: {why}" for n, why in gone.items()))
+        gone = relaunch.wait_nodes(self.o, settings=self.settings, env=self.env, say=_say)
+        if gone:
+            return R.GAVE_UP, D.EXIT_GAVE_UP, (f"node(s) not back within --wait-nodes {self.o.wait_nodes:g} s: "
+                                               + "; ".join(f"{n}: {why}" for n, why in gone.items()))
         if self.o.before_relaunch is not None:
             self.o.before_relaunch(attempt.number)
         folder = self.settings.get("default_local_dir")
@@ -251,7 +251,7 @@ class Supervisor:
         attempt.detected = found.code
         if snap.alive:  # the evidence is taken while the processes still exist
             folder = os.path.join(self.o.run_dir, f"attempt-{attempt.number}", "evidence")
-            got = evidence.gather(folder, handle.pids(), attempt.log, attempt.started)
+            got = evidence.gather(folder, handle.pids(), attempt.log, attempt.started, self.o, attempt.mark)
             attempt.evidence = folder
             for line in got["summary"]:
                 _say(f"evidence: {line}")

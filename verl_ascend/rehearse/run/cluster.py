@@ -15,6 +15,9 @@ A node here is what a cluster node is to verl and Ray:
 - its own environment: the node's ``ray start`` gets the machine's environment without any ``VERL_ASCEND*``
   setting of the launch (as a node started by ``ray_start_worker.sh`` has), so a setting reaches a worker of
   another node only the way it does on a cluster: in the job's runtime env (the ``ray_runtime_env`` patch);
+  worker node k's has ``runlog.NODE_VAR=k``, which its processes inherit: the nodes share this host's ``/proc``,
+  and that is how ``supervise``'s evidence tells node k's processes from the others' (a cluster node sees only
+  its own);
 - the flags of ``recipes/ray_start_head.sh`` / ``ray_start_worker.sh`` (head port, ``--resources`` with the
   node's ``NPU`` count), plus what a CPU rehearsal needs: GPU as the logical resource verl's CPU platform asks
   for, no dashboard, ports found free here (two rehearsals on one host must not collide), ``--block`` so the
@@ -172,7 +175,9 @@ def main(argv=None) -> int:
     for index in range(count):
         log = open(Path(spec["log_dir"]) / f"ray_start_node{index}.log", "w")
         start = start_argv(index, spec, head_ip, head_port)
-        procs.append(subprocess.Popen(in_node_view(index, spec, start) if index else start, env=node_env,
+        # a worker node's processes carry its index: this host's /proc shows every node's, a cluster node's its own
+        env = {**node_env, runlog.NODE_VAR: str(index)} if index else node_env
+        procs.append(subprocess.Popen(in_node_view(index, spec, start) if index else start, env=env,
                                       stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT))
         if index == 0:
             time.sleep(1)  # the workers' ray start retries until the head's GCS answers

@@ -7,7 +7,9 @@ namespace of its own (util-linux ``unshare --mount``; with ``--user --map-root-u
 ``D/node<K>/<name>`` is bind-mounted over each node-local PATH, exactly as the node's Ray processes saw it
 (:mod:`.cluster`). So ``ckpt sync`` runs its own code path (listing with ``find``, pushing with ``rsync`` from
 the source node, ``ckpt check`` on each node) and only the transport differs from a cluster's. The node's folders
-are made when missing (a supervisor reaches the nodes before the first run made them). A host that is not a node of
+are made when missing (a supervisor reaches the nodes before the first run made them). COMMAND runs with node K's
+``runlog.NODE_VAR`` (none for the head), as node K's Ray processes do: the nodes share this host's ``/proc``, and
+``supervise``'s evidence gatherer keeps node K's processes by it. A host that is not a node of
 the rehearsal exits 255, ssh's own "could not connect".
 """
 
@@ -15,6 +17,7 @@ import os
 import shlex
 import sys
 
+from verl_ascend.core import runlog
 from verl_ascend.rehearse.run.nodes import node_copy
 
 UNREACHABLE = 255
@@ -38,7 +41,9 @@ def argv_for(nodes_dir: str, node_local: list, nodes: dict, ssh_args: list) -> l
     binds = [shlex.join(["mkdir", "-p", str(node_copy(nodes_dir, index, p)), p]) + " && "
              + shlex.join(["mount", "--bind", str(node_copy(nodes_dir, index, p)), p]) for p in node_local]
     command = " ".join(args) or "exec sh"
-    prefix = ["unshare"] + ([] if os.geteuid() == 0 else ["--user", "--map-root-user"])
+    # what runs in node K's view is of node K, as that node's Ray processes are (cluster.py): the same NODE_VAR
+    tag = ["env", "-u", runlog.NODE_VAR] + ([f"{runlog.NODE_VAR}={index}"] if index else [])
+    prefix = tag + ["unshare"] + ([] if os.geteuid() == 0 else ["--user", "--map-root-user"])
     return prefix + ["--mount", "--propagation", "private", "--", "sh", "-c",
                      " && ".join(binds + ['exec sh -c "$1"']), "node", command]
 

@@ -1,0 +1,72 @@
+"""The evidence of the other nodes: each runs :mod:`.evidence`'s gatherer over the ssh command of ``--ssh``.
+
+Every node after the head (``--nodes``, head first; the supervisor runs on the head and reads its own ``/proc``)
+runs ``python -m verl_ascend.supervise.evidence --mark VAR=value --since T --budget S``, the way ``ckpt sync`` and
+the relaunch's steps reach it, all nodes at once and while the head reads its own. The gatherer answers with one
+JSON line (its processes with their states, CPU rates and py-spy stacks or why not, and its newest Ray / CANN log
+lines), which :func:`.evidence.gather` saves under ``evidence/nodes/NODE/`` as the head's own. A node that cannot be
+reached, or does not answer within :data:`TIMEOUT` s, is recorded as such (``nodes/NODE/unreachable.txt`` and the
+summary): never fatal, the relaunch's own steps decide what a silent node means.
+"""
+
+import json
+import shlex
+import sys
+from concurrent.futures import ThreadPoolExecutor
+
+from verl_ascend.ckpt import nodes as ckpt_nodes
+
+BUDGET = 60.0    # s the node's gatherer may spend on py-spy dumps
+TIMEOUT = 120.0  # s for the whole ssh call (the budget, the CPU sample, Python's start, the transfer)
+
+
+def command(options, mark: str, since: float, budget: float = BUDGET) -> str:
+    """The script run on a node."""
+    return shlex.join([options.remote_python or sys.executable, "-m", "verl_ascend.supervise.evidence", "--mark", mark,
+                       "--since", f"{since:.0f}", "--budget", f"{budget:g}"])
+
+
+def parse(code: int, out: bytes, err: bytes) -> dict:
+    """The gatherer's JSON line, or {error} naming what the node said instead."""
+    text = (out or b"").decode(errors="replace")
+    for line in reversed(text.splitlines()):
+        try:
+            got = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(got, dict) and isinstance(got.get("processes"), list):
+            return got
+    said = " | ".join(((err or b"").decode(errors="replace") or text).strip().splitlines()[-3:]) or "no output"
+    return {"error": f"the gatherer gave no report (exit {code}): {said[-400:]}; fix: install verl-ascend on that node "
+                     "or pass --remote-python with its python"}
+
+
+def one(options, node: str, mark: str, since: float, timeout: float = TIMEOUT) -> dict:
+    """One node's evidence (:func:`parse`), or {error} when it cannot be reached or does not answer in time."""
+    try:
+        proc = ckpt_nodes.run(options.ssh, ckpt_nodes.parse(node), command(options, mark, since), timeout=timeout)
+    except ckpt_nodes.NodeError as exc:
+        return {"error": f"{exc.message} — {exc.fix}"}
+    except ValueError as exc:  # not [user@]host[:port]
+        return {"error": str(exc)}
+    return parse(proc.returncode, proc.stdout, proc.stderr)
+
+
+def start(options, mark: str, since: float) -> dict:
+    """Ask every node after the head, at once; {node: future of :func:`one`}."""
+    others = list(options.nodes[1:])
+    pool = ThreadPoolExecutor(max_workers=max(1, len(others)))
+    futures = {node: pool.submit(one, options, node, mark, since) for node in others}
+    pool.shutdown(wait=False)
+    return futures
+
+
+def finish(futures: dict) -> dict:
+    """Wait for the nodes (each call is bounded by its ssh timeout); {node: :func:`one`'s result}."""
+    found = {}
+    for node, future in futures.items():
+        try:
+            found[node] = future.result()
+        except Exception as exc:  # an error of ours must not cost the head's evidence
+            found[node] = {"error": f"{type(exc).__name__}: {exc}"}
+    return found
