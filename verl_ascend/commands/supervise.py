@@ -61,13 +61,16 @@ def register(sub) -> None:
                    "through its ESI path (MLP_CURRENT_CAPACITY_BLOCK_EXPIRATION_TIMESTAMP, trainer.esi_redundant_time), "
                    "and the supervisor ends the run at it (exit 1: requeue to go on)")
     p.add_argument("--nodes", nargs="+", default=[], metavar="NODE",
-                   help="every node of the run ([user@]host[:port], head first; as ckpt sync takes them): before a "
-                   "relaunch the attempt's processes there are ended by its mark, the nodes must answer, the checkpoint "
-                   "is synced (ckpt sync --all) and checked on each; a node unreachable at the start is exit 2")
+                   help="every node of the run ([user@]host[:port], head first; as ckpt sync takes them): at a failure "
+                   "each node's stacks and process states are saved (evidence/nodes/NODE); before a relaunch the "
+                   "attempt's processes there are ended by its mark, the nodes must answer, the checkpoint is synced "
+                   "(ckpt sync --all) and checked on each; a node unreachable at the start is exit 2")
     p.add_argument("--ssh", default="ssh", metavar="CMD", help="how --nodes are reached (default ssh)")
     p.add_argument("--remote-python", metavar="PATH", help="python with verl-ascend on the nodes (default: this one's)")
     p.add_argument("--wait-nodes", type=positive_seconds, default=600.0, metavar="S",
-                   help="how long to wait for --nodes to answer again before giving up, exit 1 (default 600)")
+                   help="how long to wait before a relaunch for --nodes to answer again and, where a Ray cluster "
+                   "outlives the command (RAY_ADDRESS, or `ray start` on this node), for Ray to show trainer.nnodes "
+                   "nodes alive; then give up, exit 1 (default 600)")
     p.add_argument("--status", metavar="RUN_DIR", help="print the report of the run folder and exit with its code")
     p.add_argument("--json", action="store_true", help="with --status: the report as one JSON line")
     p.set_defaults(func=run)
