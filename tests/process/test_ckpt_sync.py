@@ -242,6 +242,26 @@ def test_a_failed_copy_leaves_whole_files_and_no_tracker(saved, cluster):
     assert "latest_checkpointed_iteration.txt" not in landed and f"{ACTOR}/ckpt_contents.json" not in landed
 
 
+def test_a_shard_damaged_on_the_only_node_holding_it_is_named_and_not_spread(saved, cluster):
+    a, b = place(saved, cluster)
+    (spec_a, _), (spec_b, _) = cluster[1]
+    cut = sorted(SHARDS[1])[0]  # rank 1's shard, on node B only: as a node that died mid-save leaves it
+    with open(b / cut, "r+b") as fh:
+        fh.truncate((b / cut).stat().st_size // 2)
+    proc = sync(cluster, "--all", "--json")
+    assert proc.returncode == 2, proc.stdout + proc.stderr  # node B's re-check: the shard is damaged there
+    report = last_json(proc)
+    # node B's own check cannot see the damage (its .metadata is on node A): the copy is judged on node A, where
+    # both meet, and withdrawn; node B keeps its file, named as damaged
+    assert cut not in _files(a) and cut in _files(b)
+    (named,) = [f for f in report["findings"] if f["code"] == "damaged_not_copied"]
+    assert named["subject"].endswith(cut) and f"withdrew the copy this sync brought from {spec_b}" in named["message"]
+    assert named["where"] == {"node": spec_a}
+    assert [f["code"] for f in report["nodes"][spec_b]["findings"] if f["subject"].endswith(cut)] == ["file_damaged"]
+    others = sorted(SHARDS[1] - {cut})  # rank 1's whole shards still reach node A
+    assert others and all(rel in _files(a) for rel in others)
+
+
 def test_a_node_that_never_saved_gets_the_folder_and_a_missing_remote_python_is_named(saved, cluster):
     a, b = place(saved, cluster)
     shutil.rmtree(b)  # a replacement node: no DIR at all

@@ -21,7 +21,11 @@ What a resume reads, from verl 0.9's code (the file list below follows it):
 So the rule is: in a finished step folder, every file that is not a per-rank shard is written on one
 node and read on all of them: copy it everywhere. Shards (``__R_I.distcp``, ``*_rank_R.pt``,
 Megatron's legacy ``mp_rank_*``) are copied with ``--all``, and always to a node whose copy is
-shorter than another's (a cut-off earlier copy). A step is finished when every role folder in it has
+shorter than another's (a cut-off earlier copy). A copy the node's own ``ckpt check`` finds damaged (cut short,
+unreadable) is never a source: a file damaged on every node that holds it is named and left where it is, so a sync
+never spreads it (the check reads headers and lengths, no tensor: a fraction of a second per node). A shard is
+judged against ``.metadata``, which its own node may lack: such damage shows in the check after the copy, and the
+copy is withdrawn from the node it was brought to. A step is finished when every role folder in it has
 its completion file on some node: ``ckpt_contents.json`` (Megatron, written last) or
 ``fsdp_config.json`` with every rank's files (FSDP); other steps are skipped and named. Per
 destination the copy goes in three waves: step files, then the completion files, then the tracker,
@@ -31,13 +35,14 @@ so a node never points at a step that is not complete there, even if a copy fail
 import dataclasses
 import os
 import re
+import shlex
 import sys
 from pathlib import PurePosixPath
 
 from verl_ascend.core.findings import ERROR, INFO, WARNING, BadInput, Finding, exit_code, lines, to_json, verdict
 
 from . import nodes
-from .scan import MANIFEST, ROLES, SHARD_MISSING, TRACKER
+from .scan import DAMAGED, MANIFEST, ROLES, SHARD_MISSING, TRACKER
 
 _STEP = re.compile(r"global_step_(\d+)/")
 _SHARD = re.compile(r"(^|/)(__\d+_\d+\.distcp|(model|optim|extra_state)_world_size_\d+_rank_\d+\.pt)$|/mp_rank_\d+(_\d+)?/")
@@ -70,11 +75,15 @@ def unfinished(step: int, union: dict):
     return ""
 
 
-def make_plan(order: list, listings: dict, trackers: dict, everything: bool) -> tuple:
-    """({node: [(rel, source node, size)]}, [(step, reason)], kept steps)."""
-    best = {}  # rel -> (size, node): the longest copy, the first node listed on a tie
+def make_plan(order: list, listings: dict, trackers: dict, everything: bool, damaged: dict = None) -> tuple:
+    """({node: [(rel, source node, size)]}, [(step, reason)], kept steps). ``damaged``: {node: rels its own ``ckpt
+    check`` found cut short or unreadable}; such a copy is never a source (a sync must not spread it)."""
+    damaged = damaged or {}
+    best = {}  # rel -> (size, node): the longest whole copy, the first node listed on a tie
     for node in order:
         for rel, size in listings[node].items():
+            if rel in damaged.get(node, ()):
+                continue
             if rel not in best or size > best[rel][0]:
                 best[rel] = (size, node)
     steps = sorted({int(m.group(1)) for rel in best if (m := _STEP.match(rel))})
@@ -105,6 +114,26 @@ def make_plan(order: list, listings: dict, trackers: dict, everything: bool) -> 
         if text is not None and not (text.isdigit() and int(text) in kept):
             skipped.append((None, f"the tracker on {node} says {text!r}, not a finished step here: not copied from it"))
     return plan, skipped, kept
+
+
+def damaged_on(ssh, node, root, python) -> set:
+    """The files ``ckpt check`` on the node finds cut short or unreadable (relative to ``root``); it reads headers and
+    lengths only, no tensor. A node whose check gives no usable report: none known (the re-check after the copy
+    still runs there)."""
+    try:
+        _, report = nodes.remote_check(ssh, node, root, python)
+        return {os.path.relpath(f["subject"], root) for f in report.get("findings", []) if f.get("code") == DAMAGED}
+    except (nodes.NodeError, TypeError, AttributeError, KeyError):
+        return set()
+
+
+def not_copied(listings: dict, damaged: dict) -> dict:
+    """{rel: [nodes]} of the files every node that holds them holds damaged: nowhere to copy them from."""
+    holders = {}
+    for node, files in listings.items():
+        for rel in files:
+            holders.setdefault(rel, []).append(node)
+    return {rel: where for rel, where in sorted(holders.items()) if all(rel in damaged.get(n, ()) for n in where)}
 
 
 def waves(files: list) -> list:
@@ -144,6 +173,24 @@ def recheck(ssh, node, root, python, union, kept, here) -> dict:
     return {"exit_code": exit_code(findings), "check_exit_code": code, "findings": findings}
 
 
+def withdraw(ssh, node, root, had: dict, copied: list, checked: dict) -> None:
+    """Remove from the node every file this sync brought there that its check now finds damaged, where the node
+    had no copy before: a shard is judged against ``.metadata``, which its source node may not hold, so such damage
+    shows only once both are on one node. The finding then says the copy was withdrawn (the source keeps its own)."""
+    brought = {rel: src for rel, src, _ in copied if rel not in had}
+    out = []
+    for f in checked["findings"]:
+        rel = os.path.relpath(f.subject, root)
+        if f.code == DAMAGED and rel in brought:
+            gone = nodes.run(ssh, node, "rm -f -- " + shlex.quote(f"{root}/{rel}")).returncode == 0
+            f = dataclasses.replace(f, severity=WARNING, code="damaged_not_copied", message=(
+                f"{f.message}; {'withdrew' if gone else 'could not remove'} the copy this sync brought from "
+                f"{brought[rel]}, where it is damaged"), fix="resume from an earlier step that is whole on every node "
+                "(trainer.resume_from_path)")
+        out.append(f)
+    checked["findings"], checked["exit_code"] = out, exit_code(out)
+
+
 def _unchecked(node, message: str, fix: str) -> dict:
     found = [Finding(ERROR, str(node), message, fix)]
     return {"exit_code": exit_code(found), "check_exit_code": None, "findings": found}
@@ -174,7 +221,12 @@ def run(args) -> int:
             listings[node], trackers[node] = nodes.listing(args.ssh, node, root, TRACKER)
         if not any(listings.values()):
             raise BadSyncInput(f"{root} holds no files on any of the nodes; pass the run's trainer.default_local_dir")
-        plan, skipped, kept = make_plan(order, listings, trackers, args.all)
+        damaged = {node: damaged_on(args.ssh, node, root, args.remote_python) for node in order}
+        plan, skipped, kept = make_plan(order, listings, trackers, args.all, damaged)
+        for rel, where in not_copied(listings, damaged).items():
+            found.append(Finding(WARNING, f"{root}/{rel}", f"not copied: damaged on {', '.join(map(str, where))}, the "
+                                 "only node(s) holding it", "resume from an earlier step that is whole on every node "
+                                 "(trainer.resume_from_path)", code="damaged_not_copied"))
         result["plan"] = {str(n): [{"path": r, "from": str(s), "size": z} for r, s, z in files]
                           for n, files in plan.items()}
         result["skipped"] = [{"step": s, "reason": why} for s, why in skipped]
@@ -191,6 +243,7 @@ def run(args) -> int:
             for dst in order:
                 here = set(listings[dst]) | {rel for rel, _, _ in plan[dst]}
                 result["nodes"][str(dst)] = recheck(args.ssh, dst, root, args.remote_python, union, kept, here)
+                withdraw(args.ssh, dst, root, listings[dst], plan[dst], result["nodes"][str(dst)])
                 found += [dataclasses.replace(f, where={"node": str(dst)})
                           for f in result["nodes"][str(dst)]["findings"]]
     except nodes.NodeError as exc:  # the run stops here: what was planned so far is still shown
