@@ -10,13 +10,20 @@ FAMILIES = {f.id: f for f in (
         "config_invalid", 11, "The configuration did not compose (Hydra / OmegaConf)",
         "A command-line override names a key the config does not have (`Key '...' is not in struct`, `Could not "
         "override`), leaves a mandatory value unset (`Missing mandatory value`) or gives a value of the wrong type: "
-        "a misspelt key, a key of another verl version, or a new key written without `+`.",
+        "a misspelt key, a key of another verl version, or a new key written without `+`. Or Hydra's override "
+        "grammar cannot read an argument at all (`LexerNoViableAltException`, `Error parsing override`; the caret "
+        "marks the character): a value with characters the grammar reserves left unquoted (`,` `:` `[` `]` `=` "
+        "spaces), a Windows line ending (`\\r`) or a stray character such as `#` at the end of a script's line.",
         "Fix the key named in the message: check its spelling against the installed verl's config "
         "(`verl-ascend check RECIPE.sh` composes the recipe's config before any NPU is used and names the key); a "
-        "key verl does not define is added as `+key=value`; a key an older verl had may have moved or gone.",
+        "key verl does not define is added as `+key=value`; a key an older verl had may have moved or gone. For a "
+        "parse error, look at the character under the caret: quote the value for Hydra inside the shell's quotes "
+        "(`key='\"a,b\"'`), strip Windows line endings from the script (`sed -i 's/\\r$//' RECIPE.sh`) and remove "
+        "what ended up glued to the argument.",
         (GH + "hydra-ecosystem/hydra/issues/1912", GH + "verl-project/verl/issues/4262",
          GH + "SwanHubX/SwanLab-Docs/pull/170", GH + "zju3dv/OnePose_Plus_Plus/issues/51", GH + "ise-uiuc/nnsmith/issues/83",
-         GH + "hydra-ecosystem/hydra/issues/947"),
+         GH + "hydra-ecosystem/hydra/issues/947", GH + "IDEA-Research/detrex/issues/309",
+         GH + "hydra-ecosystem/hydra/issues/902", GH + "facebookresearch/PointContrast/issues/16"),
     ),
     Family(
         "data_path_missing", 13, "A data file of the run does not exist",
@@ -130,8 +137,10 @@ _SOURCE = r"^\W*(?:\(\w+ pid=\d+[^)]*\)\s*)?(?:\[rank\d+\]:\s*)?\s*(?:assert|rai
 RULES = (
     # vLLM-Ascend's own wording of an AI Core / vector core failure caught at stream synchronisation (families/core.py)
     Rule("npu_runtime", ("ACL stream synchronize failed",), r"ACL stream synchronize failed, error code:? ?5070[13]\d\b"),
-    Rule("config_invalid", ("Could not override", "is not in struct", "Missing mandatory value", "omegaconf.errors"),
-         r"Could not override '[^']+'|[Kk]ey '[^']+' is not in struct|Missing mandatory value|omegaconf\.errors\.\w+"),
+    Rule("config_invalid", ("Could not override", "is not in struct", "Missing mandatory value", "omegaconf.errors",
+                            "LexerNoViableAltException", "Error parsing override", "OverrideParseException"),
+         r"Could not override '[^']+'|[Kk]ey '[^']+' is not in struct|Missing mandatory value|omegaconf\.errors\.\w+|"
+         r"LexerNoViableAltException: \S|Error parsing override '|hydra\.errors\.OverrideParseException"),
     Rule("data_path_missing", ("FileNotFoundError", "No such file", "Unable to find"),
          r"(?:FileNotFoundError|No such file or directory|Unable to find)\b.*\.(?:parquet|jsonl?|arrow|csv)\b",
          # a model folder's own JSON files are the model path's problem, not the data's
