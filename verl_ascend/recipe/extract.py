@@ -7,7 +7,9 @@ but inside the sandbox of :mod:`.sandbox` (no host process visible, host files r
 timeout. On top of that:
 
 - ``python``/``python3``/``torchrun`` are recorders: each call writes its argv, working directory
-  and environment to a capture directory and exits 0, so no Python program of the script runs;
+  and environment to a capture directory and exits 0, so no Python program of the script runs; an
+  interpreter the script names by its absolute path (``/opt/venv/bin/python -m ...``, also behind ``env``)
+  has the recorder bound over it inside the sandbox, so it is recorded the same way;
   ``ray job submit ... -- python3 -m ...`` runs what follows ``--`` (a recorder again).
 - Commands with side effects outside the script (``pkill``, ``kill``, ``rm``, ``pip``, ``curl``,
   ``ray stop``, ``ulimit``, ``sleep``, ...) are skipped: recorded and answered with exit 0, both as
@@ -97,6 +99,20 @@ def _write_bins(folder: Path, cann_missing: bool = False) -> None:
             (folder / name).write_text(text)
             (folder / name).chmod(0o755)
     (folder / "prelude.sh").write_text(_PRELUDE + (_CANN_PRELUDE if cann_missing else ""))
+
+
+# An interpreter named by its absolute path in the script's text (a variable's value included).
+_ABSOLUTE = re.compile(r"(?<![\w$}])(/[^\s'\"`;|&<>()$]*/(?:python(?:[23](?:\.\d+)?)?|torchrun))(?![\w.-])")
+
+
+def interpreter_masks(text: str, bins: Path) -> list:
+    """(recorder, host file) for each interpreter the script names by an absolute path that exists here."""
+    out = {}
+    for path in _ABSOLUTE.findall(text):
+        real = os.path.realpath(path)
+        if os.path.isfile(real) and real not in out:
+            out[real] = bins / ("torchrun" if path.endswith("torchrun") else "python")
+    return [(recorder, real) for real, recorder in out.items()]
 
 
 def cann_env_missing(text: str) -> list:
@@ -194,7 +210,8 @@ def extract(script: str, env_overrides=None, timeout: float = 60.0, cwd=None) ->
         scripts = sysconfig.get_path("scripts")
         env.update(PATH=f"{bins}{os.pathsep}{scripts}{os.pathsep}{env.get('PATH', '')}", VA_CHECK_CAPTURE=str(capture),
                    BASH_ENV=str(bins / "prelude.sh"), HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
-        argv = sandbox.command(script_path, cwd, [script_path.parent], capture, [bins], scratch)
+        masks = interpreter_masks(script_path.read_text(errors="replace"), bins)
+        argv = sandbox.command(script_path, cwd, [script_path.parent], capture, [bins], scratch, masks)
         proc = subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, text=True, start_new_session=True)
         timed_out = False

@@ -201,6 +201,8 @@ def setup(spec):
     node_fds = {name: fd for name, fd in zip(DEV_NODES, _open_paths(f"/dev/{n}" for n in DEV_NODES))}
     view_fds = _open_paths(src for src, _ in spec["views"])
     ro_fds, rw_fds = _open_paths(spec["read_only"]), _open_paths(spec["read_write"])
+    masks = spec.get("masks", [])
+    mask_fds = _open_paths(source for source, _ in masks)
     _mount(None, "/", None, MS_REC | MS_PRIVATE, what="make the mount table private")
     for (_, target), fd in zip(spec["views"], view_fds):
         _bind_fd(fd, target)
@@ -208,11 +210,13 @@ def setup(spec):
         _bind_fd(fd, path, read_only=True)
     for path, fd in zip(spec["read_write"], rw_fds):
         _bind_fd(fd, path)
+    for (_, target), fd in zip(masks, mask_fds):  # a file over a file: what the script runs there is ours
+        _bind_fd(fd, target, read_only=True)
     _mount("tmpfs", "/run", "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755", what="tmpfs on /run")
     _fresh_dev(node_fds)
     _fresh_proc()
     read_only_all([target for _, target in spec["views"]] + list(spec["read_write"]))
-    for fd in [*node_fds.values(), *view_fds, *ro_fds, *rw_fds]:
+    for fd in [*node_fds.values(), *view_fds, *ro_fds, *rw_fds, *mask_fds]:
         os.close(fd)
     _loopback_up()
     os.chdir(spec["chdir"])

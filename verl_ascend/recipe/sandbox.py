@@ -85,24 +85,27 @@ def tools() -> tuple:
     return unshare, bwrap
 
 
-def _bwrap_args(bwrap, views, scratch, readonly, capture, cwd) -> list:
+def _bwrap_args(bwrap, views, scratch, readonly, capture, cwd, masks=()) -> list:
     args = [bwrap, "--die-with-parent", "--new-session", "--unshare-all", "--cap-drop", "ALL",
             "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/run"]
     for i, (d, _) in enumerate(views, 1):
         args += ["--bind", f"{scratch}/m{i}", d]
     for d in readonly:
         args += ["--ro-bind", str(d), str(d)]
+    for source, target in masks:
+        args += ["--ro-bind", str(source), str(target)]
     return args + ["--bind", str(capture), str(capture), "--chdir", str(cwd), "--"]
 
 
-def _kernel_jail_args(views, scratch, readonly, capture, cwd) -> list:
+def _kernel_jail_args(views, scratch, readonly, capture, cwd, masks=()) -> list:
     """The same sandbox without bwrap: :mod:`.kernel_jail` run as a file by this interpreter, isolated (-I) and
     without site-packages (-S): it needs the standard library only."""
     import json
     import sys
 
     spec = {"views": [(f"{scratch}/m{i}", d) for i, (d, _) in enumerate(views, 1)],
-            "read_only": [str(d) for d in readonly], "read_write": [str(capture)], "chdir": str(cwd)}
+            "read_only": [str(d) for d in readonly], "read_write": [str(capture)], "chdir": str(cwd),
+            "masks": [[str(source), str(target)] for source, target in masks]}
     return [sys.executable, "-I", "-S", str(Path(__file__).with_name("kernel_jail.py")), json.dumps(spec), "--"]
 
 
@@ -122,18 +125,19 @@ def _views(cwd: Path, extra: list) -> list:
     return sorted(out, key=lambda v: len(v[0]))  # bound parents first
 
 
-def command(script: Path, cwd: Path, extra: list, capture: Path, readonly: list, scratch: Path) -> list:
+def command(script: Path, cwd: Path, extra: list, capture: Path, readonly: list, scratch: Path, masks=()) -> list:
     """argv that runs ``bash script`` in the sandbox, from ``cwd``.
 
     extra: more directories with a throw-away writable view (the recipe's folder); readonly: our
     recorders, bound read-only; capture: bound read-write, the only host path a recipe can write to
     (it holds the recorded calls); scratch: an empty host directory, a tmpfs is mounted on it inside
-    to hold the overlay layers.
+    to hold the overlay layers; masks: (file, host file) pairs, the file bound read-only over the host file
+    (the recorder over an interpreter the script names by its absolute path).
     """
     unshare, bwrap = tools()
     views = _views(cwd, extra)
-    args = (_bwrap_args(bwrap, views, scratch, readonly, capture, cwd) if bwrap
-            else _kernel_jail_args(views, scratch, readonly, capture, cwd))
+    args = (_bwrap_args(bwrap, views, scratch, readonly, capture, cwd, masks) if bwrap
+            else _kernel_jail_args(views, scratch, readonly, capture, cwd, masks))
     args += ["bash", "-c", _STARTED, str(script)]
     # real root needs no user namespace to mount (and old kernels allow overlays only to it)
     userns = [] if os.geteuid() == 0 else ["--user", "--map-root-user"]
