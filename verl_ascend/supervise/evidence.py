@@ -41,7 +41,11 @@ WAITING = re.compile(r"all_?reduce|all_?gather|reduce_scatter|broadcast|barrier|
 # ... of a thread (or process) with nothing to do: an event loop, Ray's task loop, a pool waiting for work
 IDLE = re.compile(r"main_loop|\bselect\b|\bpoll\b|epoll|\bsleep\b|Condition\.wait|Event\.wait|_worker \(|"
                   r"acquire|run_forever|_run_once|serve_forever|Thread\._bootstrap|_recv_msg|readline|accept|"
-                  r"recv_multipart|_check_parent|Monitor\._run|LogMonitor\.run|Thread\.run \(threading", re.I)
+                  r"recv_multipart|_check_parent|Monitor\._run|LogMonitor\.run|Thread\.run \(threading|"
+                  # a node's daemons: `ray start --block`'s loop, Ray client's server, multiprocessing's helpers; the
+                  # rehearsal's launcher relaying the driver's output
+                  r"ray/scripts/scripts\.py|client/server/server\.py|resource_tracker\.py|Connection\._recv|"
+                  r"rehearse/run/cluster\.py", re.I)
 PTRACE_FIX = "py-spy needs ptrace rights over the run's processes: run the supervisor as their user; " + PTRACE_GRANT
 
 

@@ -113,6 +113,20 @@ def node_states(options, folder: str, step: int = None) -> dict:
     return found
 
 
+def tracker(options, settings: dict, say=print):
+    """The checkpoint step the trainer's tracker names now: here, or with ``--nodes`` the newest any node names (a
+    node that does not answer: None, said; the relaunch's wait deals with it)."""
+    if not options.nodes:
+        return local_tracker(settings)
+    folder = settings.get("default_local_dir")
+    try:
+        states = node_states(options, folder) if folder else {}
+    except Exception as exc:  # noqa: BLE001 - any failure to read a node is reported, never fatal here
+        say(f"trackers on the nodes not read: {exc}")
+        return None
+    return max((s["tracker"] for s in states.values() if s.get("tracker") is not None), default=None)
+
+
 def resume_point(options, folder: str) -> tuple:
     """(overrides for the relaunch, what was decided, the damaged file or ''). Overrides None: stop (no step is whole
     on every node); [] with nothing saved yet: the relaunch trains from the start."""

@@ -193,15 +193,7 @@ class Supervisor:
 
     def tracker_now(self):
         """The checkpoint step the trainer's tracker names now (on the nodes: the newest any of them names)."""
-        if not self.o.nodes:
-            return relaunch.local_tracker(self.settings)
-        folder = self.settings.get("default_local_dir")
-        try:
-            states = relaunch.node_states(self.o, folder) if folder else {}
-        except Exception as exc:  # a node that does not answer: the relaunch's wait says so
-            _say(f"trackers on the nodes not read: {exc}")
-            return None
-        return max((s["tracker"] for s in states.values() if s.get("tracker") is not None), default=None)
+        return relaunch.tracker(self.o, self.settings, _say)
 
     def prepare_relaunch(self, attempt):
         """The steps before a relaunch (relaunch.py): the other nodes cleared and back, the checkpoint synced and
@@ -337,9 +329,10 @@ class Supervisor:
         if found is None:
             self.finish_attempt(attempt, handle, snap)
             if self.o.deadline and time.time() >= self.o.deadline:
-                step = self.tracker_now()  # what is there (verl 0.9.1's default trainer v1 forces no ESI save)
+                step, folder = self.tracker_now(), self.settings.get("default_local_dir")
                 return self.stop(R.GAVE_UP, D.EXIT_GAVE_UP, "the deadline came; requeue to go on from " + (
-                    f"global_step_{step}" if step is not None else "the start: no checkpoint was saved"))
+                    f"global_step_{step}" if step is not None else "the start: no checkpoint was saved" if folder
+                    else "its last checkpoint: where it is was not read from the command (trainer.default_local_dir)"))
             if self.o.dry_run and self.report.findings:
                 return self.stop(R.WATCHED, D.EXIT_GAVE_UP, "dry run: failures seen, nothing done about them")
             return self.stop(R.DONE, D.EXIT_DONE, f"finished at step {attempt.last_step}")
