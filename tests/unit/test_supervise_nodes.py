@@ -137,3 +137,36 @@ def test_a_rehearsals_node_is_told_by_the_variable_its_ray_start_had(monkeypatch
     monkeypatch.setenv(runlog.NODE_VAR, "1")  # a gatherer run in worker node 1's view keeps node 1's processes only
     assert evidence.on_this_node([me]) == []
     assert runlog.NODE_VAR in runlog.NOT_SETTINGS  # never shown as a setting the driver should have forwarded
+
+
+# where each process of a 2-node rehearsal was when its hang was called (rehearse recipes/grpo_qwen2_5_32b_a2.sh
+# --nnodes 2 --nproc 1 --supervise --fault hang-rank, verl 0.9.1): rank 0, on the worker node, SIGSTOPped before its
+# optimizer step; rank 1 (head) done with the update; the driver and the TaskRunner in ray.get; the nodes' daemons
+HANG_2_NODES = [
+    (14387, "python", "S", "main (verl_ascend/rehearse/run/cluster.py:200)", ""),
+    (14390, "python", "S", "start (ray/scripts/scripts.py:1285)", ""),
+    (14429, "python", "S", "Monitor._run (ray/autoscaler/_private/monitor.py:463)", ""),
+    (14430, "python", "S", "main (ray/util/client/server/server.py:949)", ""),
+    (14790, "python", "S", "Worker.get_objects (ray/_private/worker.py:1007)", ""),
+    (14842, "ray::TaskRunnerV1.run", "S", "Worker.get_objects (ray/_private/worker.py:1007)", ""),
+    (15160, "ray::WorkerDict", "S", "Worker.main_loop (ray/_private/worker.py:1069)", ""),
+    (15507, "ray::TaskRunnerV1.run", "S", "_PollLikeSelector.select (selectors.py:415)", ""),
+    (15721, "python", "S", "main (multiprocessing/resource_tracker.py:227)", ""),
+    (15723, "python", "S", "Connection._recv (multiprocessing/connection.py:395)", ""),
+    (14392, "python", "S", "start (ray/scripts/scripts.py:1285)", "127.149.37.2"),
+    (14980, "ray::SimpleStorageUnit", "S", "Worker.main_loop (ray/_private/worker.py:1069)", "127.149.37.2"),
+    (15159, "ray::WorkerDict.actor_rollout_ref_update_actor", "T",
+     "_hook.<locals>.pre_step (verl_ascend/rehearse/loop/fault.py:79)", "127.149.37.2"),
+    (15722, "python", "S", "main (multiprocessing/resource_tracker.py:227)", "127.149.37.2"),
+]
+
+
+def test_on_two_nodes_the_stopped_rank_is_named_on_its_node_and_the_daemons_are_not_taken_for_ranks():
+    procs = [{"pid": pid, "name": name, "state": state, "top": top, "node": node}
+             for pid, name, state, top, node in HANG_2_NODES]
+    assert evidence.odd_ones(procs) == [
+        "pid 15159 on 127.149.37.2 (ray::WorkerDict.actor_rollout_ref_update_actor) is STOPPED (state T), at "
+        "_hook.<locals>.pre_step (verl_ascend/rehearse/loop/fault.py:79)",
+        "2 of 2 processes wait (Worker.get_objects x2)",
+        "pid 14790 (python) waits in Worker.get_objects (ray/_private/worker.py:1007)",
+        "pid 14842 (ray::TaskRunnerV1.run) waits in Worker.get_objects (ray/_private/worker.py:1007)"]
