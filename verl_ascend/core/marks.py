@@ -60,3 +60,20 @@ def unwrap(owner, attr: str, name: str) -> bool:
         return False
     setattr(owner, attr, type(raw)(current.__wrapped__) if raw else current.__wrapped__)
     return True
+
+
+def method_patch(name: str, target: str, owner: str, attr: str, make_wrapper, said: str) -> tuple:
+    """(apply, revert) of a patch that wraps one method: ``apply(module)`` wraps ``module.<owner>.<attr>`` with
+    ``make_wrapper`` and returns ``said`` (the status detail); ``revert()`` puts the original back in this process."""
+    import sys
+
+    def apply(module):
+        wrap(getattr(module, owner), attr, name, make_wrapper)
+        return said
+
+    def revert() -> None:
+        cls = getattr(sys.modules.get(target), owner, None)
+        if cls is not None:
+            unwrap(cls, attr, name)
+
+    return apply, revert

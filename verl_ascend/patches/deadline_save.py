@@ -22,10 +22,9 @@ Remove when: ``PPOTrainer.fit`` of trainer v1 calls ``should_save_ckpt_esi`` its
 """
 
 import inspect
-import sys
 import time
 
-from verl_ascend.core.marks import unwrap, wrap
+from verl_ascend.core.marks import method_patch
 from verl_ascend.core.registry import Patch
 
 NAME = "deadline_save"
@@ -89,15 +88,8 @@ def _wrap_step(original):
     return step
 
 
-def _apply(module):
-    wrap(module.PPOTrainer, "step", NAME, _wrap_step)
-    return "trainer v1's PPOTrainer.step forces a save when verl's ESI check says the allocation is ending"
-
-
-def _revert() -> None:
-    module = sys.modules.get(TARGET)
-    if module is not None and hasattr(module, "PPOTrainer"):
-        unwrap(module.PPOTrainer, "step", NAME)
+_apply, _revert = method_patch(NAME, TARGET, "PPOTrainer", "step", _wrap_step,
+                               "trainer v1's PPOTrainer.step forces a save when verl's ESI check says the allocation is ending")
 
 
 PATCH = Patch(name=NAME, targets=(TARGET,), applies=_applies, apply=_apply, doc=__doc__, revert=_revert)

@@ -11,10 +11,9 @@ Remove when: verl 0.6.x is no longer supported.
 """
 
 import logging
-import sys
 
 from verl_ascend.core import platform
-from verl_ascend.core.marks import unwrap, wrap
+from verl_ascend.core.marks import method_patch
 from verl_ascend.core.registry import Patch
 
 NAME = "trainer_device"
@@ -54,15 +53,8 @@ def _wrap_init(original):
     return __init__
 
 
-def _apply(module):
-    wrap(module.RayPPOTrainer, "__init__", NAME, _wrap_init)
-    return "RayPPOTrainer.__init__ maps trainer.device cuda -> npu"
-
-
-def _revert() -> None:
-    module = sys.modules.get(TARGET)
-    if module is not None and hasattr(module, "RayPPOTrainer"):
-        unwrap(module.RayPPOTrainer, "__init__", NAME)
+_apply, _revert = method_patch(NAME, TARGET, "RayPPOTrainer", "__init__", _wrap_init,
+                               "RayPPOTrainer.__init__ maps trainer.device cuda -> npu")
 
 
 PATCH = Patch(name=NAME, targets=(TARGET,), applies=_applies, apply=_apply, doc=__doc__, revert=_revert)
