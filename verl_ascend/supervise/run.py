@@ -39,7 +39,7 @@ class Options:
     retry_unknown: bool = False
     dry_run: bool = False
     deadline: float = None          # epoch seconds
-    wait_nodes: float = 600.0       # s to wait for --nodes to answer again before giving up
+    wait_nodes: float = 600.0       # s for --nodes to answer and Ray to show trainer.nnodes alive
     nodes: tuple = ()               # every node of the run ([user@]host[:port], head first): relaunch.py's steps
     ssh: str = "ssh"                # how the nodes are reached (as ckpt sync's --ssh)
     remote_python: str = None       # python with verl-ascend on the nodes (default: this one's path)
