@@ -19,8 +19,15 @@ for name in registry.names():
     setattr(registry.get(name), mode, boom)
 report = status.collect(import_targets=True)
 import verl
+import importlib.util
+def missing(target):  # asked of the import system itself, not of status
+    try:
+        return importlib.util.find_spec(target) is None
+    except ImportError:
+        return True
+absent = [n for n in registry.names() if all(missing(t) for t in registry.get(n).targets)]
 print(json.dumps({"patches": report["patches"], "verl": verl.__version__,
-                  "verl_error": report["verl_import_error"]}))
+                  "verl_error": report["verl_import_error"], "absent": absent}))
 """
 
 
@@ -38,6 +45,11 @@ def test_every_patch_raising_leaves_verl_importable(mode):
             assert patch["state"] == "not applicable", patch
             never_imported.add(patch["name"])
             continue
+        absent = [row for row in reached if row["detail"].endswith("is not in this environment")]
+        if absent and len(absent) == len(patch["targets"]):  # a part of verl this version lacks (0.6: trainer v1)
+            assert patch["state"] == "not applicable" and patch["name"] in out["absent"], patch
+            never_imported.add(patch["name"])
+            continue
         assert reached, f"{patch['name']}: no target was imported"
         for row in reached:
             if mode == "apply" and row["state"] == "not applicable":
@@ -47,7 +59,7 @@ def test_every_patch_raising_leaves_verl_importable(mode):
             failed.add(patch["name"])
     if mode == "applies":
         assert failed | never_imported == {p["name"] for p in out["patches"]}
-        assert failed >= {p["name"] for p in out["patches"] if not p["name"].startswith("rehearse_")}
+        assert failed >= {p["name"] for p in out["patches"] if not p["name"].startswith("rehearse_")} - set(out["absent"])
     else:  # these apply on any host with the NPU doubles, so apply() must have been reached
         assert {"device", "ray_runtime_env", "ckpt_validation"} <= failed
     for name in failed:

@@ -2,6 +2,7 @@
 
 import contextlib
 import importlib
+import importlib.util
 import sys
 
 from verl_ascend.core import activation, megatron_path, platform, registry, settings, support
@@ -23,9 +24,29 @@ def _import_targets(names) -> dict:
                 continue
             try:
                 importlib.import_module(target)
+            except ModuleNotFoundError as exc:
+                if exc.name and (target == exc.name or target.startswith(exc.name + ".")):
+                    continue  # the module is not in this version (verl 0.6 has no trainer v1): _absent says so
+                errors[target] = f"{type(exc).__name__}: {exc}"
             except Exception as exc:
                 errors[target] = f"{type(exc).__name__}: {exc}"
     return errors
+
+
+def _absent(row: dict) -> dict:
+    """Targets that were never imported because this environment has no such module: 'not applicable', saying so
+    (a patch for a part of verl another version has); the headline too when no target was reached."""
+    def missing(target):
+        try:
+            return target is not None and importlib.util.find_spec(target) is None
+        except (ImportError, ValueError):  # a parent package that is not there either
+            return True
+
+    targets = [dict(t, state=registry.NOT_APPLICABLE, detail=f"{t['target']} is not in this environment")
+               if t.get("state") == registry.PENDING and missing(t.get("target")) else t for t in row.get("targets", [])]
+    if targets and all(t["state"] == registry.NOT_APPLICABLE for t in targets) and row["state"] == registry.PENDING:
+        return dict(row, state=registry.NOT_APPLICABLE, detail=targets[0]["detail"], targets=targets)
+    return dict(row, targets=targets)
 
 
 def _rehearsal_only_here(name: str) -> bool:
@@ -80,7 +101,8 @@ def collect(import_targets: bool = True, only=()) -> dict:
         "torch_import_error": torch_error or None,
         "verl_import_error": verl_error or None,
         "device": _device_answer() if not verl_error else {},
-        "patches": [_outside_rehearsal(registry.summarize(name)) for name in names],
+        "patches": [_outside_rehearsal(row) if _rehearsal_only_here(name) else _absent(row)
+                    for name, row in ((n, registry.summarize(n)) for n in names)],
         "target_import_errors": import_errors,
         "verl_support": support.verdict(),
         "verl_stack": _verl_stack(),
