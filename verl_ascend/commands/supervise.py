@@ -59,7 +59,8 @@ def register(sub) -> None:
     p.add_argument("--deadline", metavar="TIME",
                    help="the end of the allocation (epoch seconds or ISO time): verl forces a save before it "
                    "through its ESI path (MLP_CURRENT_CAPACITY_BLOCK_EXPIRATION_TIMESTAMP, trainer.esi_redundant_time), "
-                   "and the supervisor ends the run at it (exit 1: requeue to go on)")
+                   "(on verl 0.9's default trainer v1 through verl-ascend's deadline_save patch, which every node "
+                   "with verl-ascend installed has), and the supervisor ends the run at it (exit 1: requeue to go on)")
     p.add_argument("--nodes", nargs="+", default=[], metavar="NODE",
                    help="every node of the run ([user@]host[:port], head first; as ckpt sync takes them): at a failure "
                    "each node's stacks and process states are saved (evidence/nodes/NODE); before a relaunch the "
