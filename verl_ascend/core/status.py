@@ -39,8 +39,10 @@ def _absent(row: dict) -> dict:
     def missing(target):
         try:
             return target is not None and importlib.util.find_spec(target) is None
-        except (ImportError, ValueError):  # a parent package that is not there either
+        except ModuleNotFoundError:  # a parent package that is not there either
             return True
+        except Exception:  # noqa: BLE001 - a parent that fails to import (a broken torch_npu): not known, left pending
+            return False
 
     targets = [dict(t, state=registry.NOT_APPLICABLE, detail=f"{t['target']} is not in this environment")
                if t.get("state") == registry.PENDING and missing(t.get("target")) else t for t in row.get("targets", [])]
@@ -90,7 +92,8 @@ def collect(import_targets: bool = True, only=()) -> dict:
             import verl  # noqa: F401  (0.9: runs the entry point; older: triggers the hooks)
         except Exception as exc:
             verl_error = platform.describe(exc)
-    import_errors = _import_targets(names) if (import_targets and active and not verl_error) else {}
+    tried = bool(import_targets and active and not verl_error)  # only then can a pending target be told absent
+    import_errors = _import_targets(names) if tried else {}
     report = {
         "plugin": {**activation.activation_info(), "version": _plugin_version()},
         "versions": {
@@ -101,7 +104,7 @@ def collect(import_targets: bool = True, only=()) -> dict:
         "torch_import_error": torch_error or None,
         "verl_import_error": verl_error or None,
         "device": _device_answer() if not verl_error else {},
-        "patches": [_outside_rehearsal(row) if _rehearsal_only_here(name) else _absent(row)
+        "patches": [_outside_rehearsal(row) if _rehearsal_only_here(name) else _absent(row) if tried else row
                     for name, row in ((n, registry.summarize(n)) for n in names)],
         "target_import_errors": import_errors,
         "verl_support": support.verdict(),
