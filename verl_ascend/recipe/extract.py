@@ -202,7 +202,8 @@ def extract(script: str, env_overrides=None, timeout: float = 60.0, cwd=None) ->
         bins, capture, scratch = tmp / "bin", tmp / "capture", tmp / "scratch"
         for d in (bins, capture, scratch):
             d.mkdir()
-        _write_bins(bins, bool(cann_env_missing(script_path.read_text(errors="replace"))))
+        text = script_path.read_text(errors="replace")
+        _write_bins(bins, bool(cann_env_missing(text)))
         env = dict(os.environ)
         env.update(env_overrides or {})
         # after the recorders, this interpreter's scripts: a recipe asking `verl-ascend bridge` (recipes/
@@ -210,7 +211,7 @@ def extract(script: str, env_overrides=None, timeout: float = 60.0, cwd=None) ->
         scripts = sysconfig.get_path("scripts")
         env.update(PATH=f"{bins}{os.pathsep}{scripts}{os.pathsep}{env.get('PATH', '')}", VA_CHECK_CAPTURE=str(capture),
                    BASH_ENV=str(bins / "prelude.sh"), HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
-        masks = interpreter_masks(script_path.read_text(errors="replace"), bins)
+        masks = interpreter_masks(text, bins)
         argv = sandbox.command(script_path, cwd, [script_path.parent], capture, [bins], scratch, masks)
         proc = subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, text=True, start_new_session=True)

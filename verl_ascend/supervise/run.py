@@ -329,7 +329,7 @@ class Supervisor:
         if found is None:
             self.finish_attempt(attempt, handle, snap)
             if self.o.deadline and time.time() >= self.o.deadline:
-                step, folder = self.tracker_now(), self.settings.get("default_local_dir")
+                step, folder = attempt.tracker, self.settings.get("default_local_dir")  # read as the attempt ended
                 return self.stop(R.GAVE_UP, D.EXIT_GAVE_UP, "the deadline came; requeue to go on from " + (
                     f"global_step_{step}" if step is not None else "the start: no checkpoint was saved" if folder
                     else "its last checkpoint: where it is was not read from the command (trainer.default_local_dir)"))
