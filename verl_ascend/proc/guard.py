@@ -11,10 +11,15 @@ run without a namespace, when the owner is the one that dies:
   kept across ``execve``, and across ``unshare(CLONE_NEWUSER)``, which leaves the effective uid as it is);
   ``unshare --kill-child`` gives the namespace's first process the same, and its death ends the namespace. The
   signal follows the *thread* that started the command: start it from the thread that owns the run.
-- No namespace (Docker without CAP_SYS_ADMIN, hosts that restrict user namespaces): every process of the run
-  carries its mark (:mod:`.marks`), and a guard process (:func:`start_guard`), started in its own session
-  without the mark, holds the read end of a pipe that only the owner writes to: when the owner dies by any
-  means the pipe reads end-of-file and the guard ends every process with the mark, then exits.
+- And a guard process (:func:`start_guard`) for every bound run: every process of the run carries its mark
+  (:mod:`.marks`), and the guard, started in its own session without the mark, holds the read end of a pipe
+  that only the owner writes to: when the owner dies by any means the pipe reads end-of-file and the guard
+  ends every process with the mark, then exits. Without a namespace (Docker without CAP_SYS_ADMIN, hosts that
+  restrict user namespaces) it is all there is. With one it closes a window the kernel leaves open: ``unshare``
+  sets ``--kill-child``'s signal in its child after ``fork()`` and does not look whether its parent still lives,
+  so an owner killed in that window leaves the namespace's first process an orphan (util-linux 2.38.1: 2 of 30
+  owners killed at once after the start). Signals from outside reach a namespace's first process only as
+  SIGKILL (it has no SIGTERM handler), which the guard's second round sends.
 """
 
 import ctypes
