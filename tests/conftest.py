@@ -25,11 +25,20 @@ def pytest_configure(config):
                             "megatron-core 0.12): runtime patches and read-only tools")
 
 
-# The longest files (each a few main_ppo runs) go first: `--dist loadfile` hands files out in collection
-# order, so started last they would leave one worker running them alone at the end.
-LONGEST_FIRST = ("test_rehearse_nodes.py", "test_rehearse_faults.py", "test_rehearse_nodes_nosync.py",
-                 "test_rehearse_moe.py", "test_rehearse.py", "test_rehearse_fsdp.py", "test_rehearse_nodes_fault.py",
-                 "test_rehearse_dapo.py")  # by their totals in runs of 2026-12-04
+# The longest files (each a few main_ppo runs) go first, longest first: `--dist loadfile` hands files out in
+# collection order (two to each worker at the start, then one whenever a worker has two tests or fewer left), so
+# started last they would leave one worker running them alone at the end. By their wall seconds in CI's 0.9.1 part
+# (fresh clone of b24ce73, 2026-12-05, test_rehearse_faults.py since cut by one run):
+LONGEST_FIRST = ("test_rehearse_nodes.py",  # 415
+                 "test_rehearse_supervised.py",  # 388
+                 "test_rehearse.py",  # 362
+                 "test_rehearse_moe.py",  # 353
+                 "test_rehearse_killed.py",  # 345 over 6 cases
+                 "test_rehearse_faults.py",  # ~340
+                 "test_rehearse_nodes_nosync.py",  # 306
+                 "test_rehearse_fsdp.py",  # 280
+                 "test_rehearse_dapo.py",  # 222
+                 "test_rehearse_nodes_fault.py")  # 182
 
 
 def pytest_ignore_collect(collection_path, config):

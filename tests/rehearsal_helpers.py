@@ -106,9 +106,9 @@ def cpu_load():
         burner.wait()
 
 
-def diagnosed(out: Path):
-    """`verl-ascend diagnose` on the rehearsal's own console logs (main_ppo's, as the run wrote them)."""
-    logs = sorted(str(p) for p in out.glob("console*.log") if p.suffix == ".log")
+def diagnosed(out: Path, logs=None):
+    """`verl-ascend diagnose` on the rehearsal's own console logs (main_ppo's, as the run wrote them), or on ``logs``."""
+    logs = [str(p) for p in logs] if logs else sorted(str(p) for p in out.glob("console*.log") if p.suffix == ".log")
     assert logs, sorted(p.name for p in out.iterdir())
     return run_cli("diagnose", *logs, timeout=300)
 
@@ -119,9 +119,9 @@ def assert_diagnosed_clean(out: Path):
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
 
 
-def assert_diagnosed_as(out: Path, planted: str):
-    """A failed rehearsal's logs, read by diagnose: exit 1, the planted fault in the headline finding."""
-    proc = diagnosed(out)
+def assert_diagnosed_as(out: Path, planted: str, logs=None):
+    """A failed rehearsal's logs (or ``logs``), read by diagnose: exit 1, the planted fault in the headline finding."""
+    proc = diagnosed(out, logs)
     assert proc.returncode == 1, proc.stdout[-3000:] + proc.stderr[-2000:]
     first = proc.stdout.split("[2]")[0]  # the headline and the first finding, not a later echo
     assert planted in first, (planted, proc.stdout[-4000:])

@@ -1,9 +1,12 @@
 """`verl-ascend rehearse` when the Megatron path fails: the error named, nothing of the run left alive, under load.
 
-Two planted faults (1 rank, ~2 partial main_ppo runs): the recipe's reward function raises at the first
+Two planted faults (1 rank, 2 partial main_ppo runs): the recipe's reward function raises at the first
 reward; the first run's converted dist checkpoint (kept by --keep-model), with one tensor dropped, is given as
-the second run's initial weights (that run beside one busy process: CI's own load comes and goes). A third, the
-recipe's data file without the prompt column, fails in the TaskRunner before any worker starts.
+the second run's initial weights. A third, the recipe's data file without the prompt column, fails in the
+TaskRunner before any worker starts. The fourth planted fault of #35, a killed worker, is CI's supervised
+kill-worker rehearsal (test_rehearse_supervised.py: diagnose headlines Ray's verdict on the attempt's log, and
+nothing is left); it ran here as well until the CI budget asked for one killed worker, not two (~65 CPU-s).
+These runs share CI's two cores with two other pytest workers: the load under which their ending must hold.
 """
 
 import json
@@ -11,22 +14,11 @@ import pickle
 import tempfile
 from pathlib import Path
 
-from rehearsal_helpers import assert_diagnosed_as, assert_nothing_left, cpu_load, logs_tail, needs_09, rehearse, weights_named
+from rehearsal_helpers import assert_diagnosed_as, assert_nothing_left, logs_tail, needs_09, rehearse, weights_named
 
 RAISING_REWARD = '''
 def compute_score(data_source, solution_str, ground_truth, extra_info=None, **kwargs):
     raise ValueError("planted reward fault: the recipe's reward function raises")
-'''
-
-# a killed worker: the process computing rewards gets SIGKILL mid-step, as from the kernel's OOM killer (only in a
-# Ray worker, whose command line Ray renames to ray::...: never the driver or this test)
-KILLING_REWARD = '''
-import os, signal
-def compute_score(data_source, solution_str, ground_truth, extra_info=None, **kwargs):
-    with open("/proc/self/cmdline", "rb") as f:
-        if f.read().startswith(b"ray::"):
-            os.kill(os.getpid(), signal.SIGKILL)
-    return 0.0
 '''
 
 # Qwen2-7B-Instruct's published architecture (its config.json on the model hub; only the fields the tiny model reads)
@@ -59,21 +51,12 @@ def test_faults_planted_in_the_megatron_path_are_named_and_leave_nothing_running
         assert not list((out / "checkpoints").glob("global_step_*"))
         assert_nothing_left(proc, out)
         assert_diagnosed_as(out, "ValueError: planted reward fault")  # diagnose, on the run's own logs, agrees
-        # a killed worker (#35 item 3): the same converted weights, a reward whose worker is SIGKILLed mid-step
-        (tmp / "killing_reward.py").write_text(KILLING_REWARD)
-        out_kill = tmp / "killed_worker"
-        proc = rehearse(out_kill, "--nproc", "1", "--steps", "1", *weights_named(out / "model_mcore"),
-                        "--override", f"reward.custom_reward_function.path={tmp / 'killing_reward.py'}")
-        assert proc.returncode == 1, proc.stdout[-3000:] + proc.stderr[-3000:]
-        assert_nothing_left(proc, out_kill)
-        assert_diagnosed_as(out_kill, "(ray_actor_died")  # Ray's verdict on the dead worker is the headline
         # a converted checkpoint missing one tensor (the first run's conversion, kept), given as the initial weights
         damaged = out / "model_mcore"
         assert (damaged / ".metadata").is_file(), sorted(p.name for p in out.iterdir())
         victim = _drop_one_tensor(damaged)
         out2 = tmp / "ckpt_fault"
-        with cpu_load():  # one busy process beside this run (one run is enough: it costs a core while it lasts)
-            proc = rehearse(out2, "--nproc", "1", "--steps", "1", *weights_named(damaged))
+        proc = rehearse(out2, "--nproc", "1", "--steps", "1", *weights_named(damaged))
         assert proc.returncode == 1, proc.stdout[-3000:] + proc.stderr[-3000:]
         assert victim in proc.stderr, (victim, proc.stderr[-3000:], logs_tail(out2))
         # the weights --override names are the run's: nothing of its own was converted

@@ -19,7 +19,7 @@ import tempfile
 from pathlib import Path
 
 from rehearsal_helpers import FSDP_EXAMPLE as RECIPE
-from rehearsal_helpers import QWEN3_4B, needs_09, rehearse, steps
+from rehearsal_helpers import QWEN3_4B, assert_diagnosed_as, needs_09, rehearse, steps
 from subproc import clean_env, processes_naming
 
 from verl_ascend.proc import marks
@@ -51,6 +51,8 @@ def test_a_killed_worker_is_retried_and_resumed_and_a_bad_override_stops_at_once
         assert (report["state"], report["supervisor_exit"], report["totals"]["restarts"]) == ("done", 0, 1)
         assert (first["detected"], first["family"], first["retry_class"], first["decision"]) == (
             "crash_line", "ray_actor_died", "transient", "retry")
+        # #35's planted killed worker: diagnose, on the attempt's own log, headlines Ray's verdict on it
+        assert_diagnosed_as(out, "(ray_actor_died", logs=[first["log"]])
         assert (first["last_step"], second["resumed_from"], second["first_step"], second["last_step"]) == (1, 1, 2, 2)
         assert "trainer.resume_mode=auto" in second["argv"]
         totals = report["totals"]
