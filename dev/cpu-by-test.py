@@ -75,9 +75,10 @@ class Sampler:
             if proc is None:
                 proc = self.procs[key] = _identity(pid)
             proc["cpu"] = cpu
-            # a Ray worker starts as default_worker.py, idles as ray::IDLE, then takes its actor's name: read it again
-            # until it has one
-            if not proc["cmd"] or "default_worker.py" in proc["cmd"] or proc["cmd"].startswith("ray::IDLE"):
+            # a Ray worker starts as default_worker.py (setup_worker.py first when the job has a runtime env, as every
+            # verl job does), idles as ray::IDLE, then takes its actor's name: read it again until it has one
+            if not proc["cmd"] or any(w in proc["cmd"] for w in ("default_worker.py", "setup_worker.py")) \
+                    or proc["cmd"].startswith("ray::IDLE"):
                 try:
                     cmd = _read(f"/proc/{pid}/cmdline").replace(b"\0", b" ").decode(errors="replace").strip()
                 except OSError:

@@ -10,6 +10,7 @@ import os
 import subprocess
 import sys
 import threading
+import time
 
 import pytest
 from subproc import processes_with_env
@@ -140,15 +141,28 @@ def test_the_error_at_the_end_wins_and_a_wrapper_names_the_error_inside():
 def test_a_ray_that_did_not_start_in_its_fixed_wait_is_started_once_more(tmp_path):
     # Ray's own words when its node misses the fixed 30 s start-up wait (ray/_private/node.py), then, the next
     # time, a step: the runner starts main_ppo a second time, says so and keeps the first attempt's log
-    flaky = ("import os, sys\n"
+    # the second attempt waits until the runner has read its namespace (a run that ended before that look has only
+    # '', gone: on a loaded host a stand-in that exits at once can), so the test holds under any load
+    flaky = ("import os, sys, time\n"
              "first = not os.path.exists('attempted')\n"
              "open('attempted', 'a').close()\n"
              "if first:\n"
              "    print('Exception: The current node timed out during startup. This could happen because some of '\n"
              "          'the raylet failed to startup or the GCS has become overloaded.')\n"
              "    sys.exit(1)\n"
+             "open('second', 'a').close()\n"
+             "while not os.path.exists('go'):\n"
+             "    time.sleep(0.05)\n"
              "print('step:1 - actor/grad_norm:0.5', flush=True)\n")
     spaces, out = [], io.StringIO()
+
+    def release():  # the runner empties `spaces` before the second attempt starts, and fills it once it has looked
+        deadline = time.monotonic() + 120
+        while not ((tmp_path / "second").exists() and spaces) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        (tmp_path / "go").touch()
+
+    threading.Thread(target=release, daemon=True).start()
     code, seen, error = runner.run([sys.executable, "-c", flaky], dict(os.environ), str(tmp_path), tmp_path / "log",
                                    120, "stand-in", out=out, namespace=spaces)
     assert (code, seen, error) == (0, [1], ""), (code, seen, error, out.getvalue())

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from test_diagnose import diagnose
 
-from verl_ascend.diagnose import table
+from verl_ascend.diagnose import table, timeline
 
 pytestmark = pytest.mark.verl_agnostic
 FIX = Path(__file__).parents[1] / "fixtures" / "diagnose"
@@ -107,3 +107,35 @@ def test_a_returned_ray_result_ends_the_run_for_its_workers_only(text, exit_code
     assert result["exit_code"] == exit_code, [f["where"]["text"] for f in result["findings"]]
     if exit_code == 0:
         assert result["shutdown_lines"] == 7 and result["runs"][0]["finished"]
+
+
+
+# Ray's client warning when the GCS does not answer within 5 s, which it then retries: the first line of a 2-node
+# rehearsal's console log on a busy CI host (our own run, 2026-12-05, verbatim but for its time). That run then lost
+# its worker node before step 1, ~100 s after the retry (the retry at 22:19:04, the node's echoes until 22:20:42), and
+# diagnose headlined the retry instead of the node. Here it stands before a real run of the same rehearsal
+# (rehearsal/failed/node_fault_unavailable_console.log, README there), its time set 100 s before that node's death
+# (nearer, it would count as the death's echo)
+GCS_RETRY = ("[2026-12-05 22:36:48,001 W 1 1] rpc_client.h:153: Failed to connect to GCS at address 192.0.2.2:27438 "
+             "within 5 seconds.\n")
+NODE_FAULT = (FIX / "rehearsal" / "failed" / "node_fault_unavailable_console.log").read_text()
+STARTED = next(i for i, line in enumerate(RUN) if "-- Started a local Ray instance." in line)
+# the run up to its first progress mark of verl's (the first save, before step 1's line): ray.init's line is its only one
+FIRST_MARK = next(i for i, line in enumerate(RUN) if any(m.decode() in line for m in timeline.PROGRESS + timeline.END))
+
+
+def test_a_gcs_connect_retry_the_driver_got_past_is_handled_and_after_it_fails_the_run(tmp_path):
+    log = tmp_path / "console.log"
+    # before ray.init said "Connected to Ray cluster.", in a run that then failed before any step: the node is the headline
+    log.write_text(GCS_RETRY + NODE_FAULT)
+    result = diagnose(log)
+    first = result["first_failure"]
+    assert result["exit_code"] == 1 and (first["family"], first["names"]) == ("ray_node_died", "127.233.152.2"), first
+    assert any("Connected to Ray cluster" in h["reason"] for h in result["handled"] if h["line"] == 1), result["handled"]
+    # the same retry before "Started a local Ray instance." of a run that finished: handled, exit 0
+    log.write_text("".join(RUN[:STARTED]) + GCS_RETRY + "".join(RUN[STARTED:]))
+    assert diagnose(log)["exit_code"] == 0
+    # after the driver had connected, as the run's last word (a GCS that went away mid-run): the failure
+    log.write_text("".join(RUN[:FIRST_MARK]) + GCS_RETRY)
+    result = diagnose(log)
+    assert result["exit_code"] == 1 and "Failed to connect to GCS" in result["findings"][0]["where"]["text"], result

@@ -55,13 +55,19 @@ TERMINAL = re.compile(r"exit(?:ed)? (?:with )?(?:code|status)\s*[:=]?\s*-?[1-9]\
                       r"line \d+:\s+\d+ (?:Killed|Segmentation fault|Aborted)\b")
 # progress of a process that is not verl's trainer, read on the lines the scan selects (scanner -> Reader.progress):
 # a vLLM engine serving (its periodic throughput line, a request it took or answered: uvicorn's access line),
-# started (API server, engine initialised)
+# started (API server, engine initialised); Ray's driver connected (ray.init's own INFO lines, worker.py: "Connected
+# to Ray cluster." joining one, "Started a local Ray instance." making one). The last is what a connect retry before
+# it needs: Ray's "[... W ...] rpc_client.h:153: Failed to connect to GCS at address A within 5 seconds." is a warning
+# its client prints and then retries; a driver that then says it connected got through (a 2-node rehearsal on a busy
+# CI host printed it as its first line, then lost its worker node before step 1: the retry was the headline)
 MORE_PROGRESS = re.compile(r"Avg prompt throughput: |Application startup complete|Starting vLLM API server|"
                            r"init engine \(profile, create kv cache, warmup model\) took|"
-                           r"Graph capturing finished|Received request |Added request | HTTP/1\.[01]\" \d{3}\b")
+                           r"Graph capturing finished|Received request |Added request | HTTP/1\.[01]\" \d{3}\b|"
+                           r"INFO worker\.py:\d+ -- (?:Connected to Ray cluster|Started a local Ray instance)")
 PROGRESS_ANCHORS = ("Avg prompt throughput", "Application startup complete", "Starting vLLM API server",
                     "init engine (profile", "Graph capturing finished", "Received request",
-                    "Added request", 'HTTP/1.1"', 'HTTP/1.0"')
+                    "Added request", 'HTTP/1.1"', 'HTTP/1.0"', "Connected to Ray cluster",
+                    "Started a local Ray instance")
 # Ray's repr of what Trainer.fit() / Tuner.fit() returned; RESULT_WINDOW bytes after it searched for its end and error
 _RESULT = re.compile(rb"Result\(\s*(?:metrics|error|path)=")
 _RESULT_CLOSE = re.compile(rb"\n[ \t]*\)")
