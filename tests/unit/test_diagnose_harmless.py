@@ -109,7 +109,6 @@ def test_a_returned_ray_result_ends_the_run_for_its_workers_only(text, exit_code
         assert result["shutdown_lines"] == 7 and result["runs"][0]["finished"]
 
 
-
 # Ray's client warning when the GCS does not answer within 5 s, which it then retries: the first line of a 2-node
 # rehearsal's console log on a busy CI host (our own run, 2026-12-05, verbatim but for its time). That run then lost
 # its worker node before step 1, ~100 s after the retry (the retry at 22:19:04, the node's echoes until 22:20:42), and
