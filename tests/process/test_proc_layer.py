@@ -162,6 +162,46 @@ def test_call_runs_a_step_and_ends_it_on_a_timeout(ns_mode):
     assert processes_with_env(VAR, mark.value) == []
 
 
+# The owner is stopped while Popen waits for its child's exec: the child, before it execs, sends its parent
+# SIGTERM and lingers, so the signal arrives inside Popen (CI once hit this window by chance: a rehearse stopped
+# the moment its converter's unshare had exec'd named that pair as outliving its ending). What the owner prints:
+# the exception, what call() says survived its ending, and what a scan of /proc finds.
+STOPPED_IN_START = """
+import os, signal, sys, time
+from verl_ascend.proc import guard, launch, marks
+given = guard.die_with_parent
+def stop_the_owner_first(parent):
+    then = given(parent)
+    def preexec():
+        then()
+        os.kill(parent, signal.SIGTERM)
+        time.sleep(1.0)
+    return preexec
+guard.die_with_parent = stop_the_owner_first
+mark = marks.Mark(sys.argv[2], sys.argv[3])
+with guard.stop_signals_raise():
+    try:
+        launch.call(['sleep', '300'], dict(os.environ), '/', mark, timeout=60)
+    except guard.Stopped as exc:
+        time.sleep(2)  # a child that had not exec'd yet has by now
+        print(type(exc).__name__, getattr(exc, 'survivors', None), marks.marked(mark), flush=True)
+"""
+
+
+def test_a_step_stopped_while_it_starts_is_ended_before_the_stop_is_reported(ns_mode):
+    mark = Mark(VAR, uuid.uuid4().hex)
+    env = {**os.environ, "VA_NS": ns_mode}
+    code = ("from verl_ascend.proc import namespace; namespace.set_available(__import__('os').environ['VA_NS'] == "
+            "'namespace')\n" + STOPPED_IN_START)
+    try:
+        done = subprocess.run([sys.executable, "-c", code, ns_mode, VAR, mark.value], env=env, capture_output=True,
+                              text=True, timeout=120)
+        assert done.stdout.strip() == "Stopped [] []", (done.stdout, done.stderr[-2000:])
+        assert marked(mark) == []
+    finally:
+        end_marked(mark, grace=1, patience=10)
+
+
 def test_follow_hands_out_complete_lines_once_and_reads_a_replaced_file_again(tmp_path):
     log = tmp_path / "console.log"
     follow = Follow(log)

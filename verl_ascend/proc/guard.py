@@ -40,8 +40,47 @@ class Stopped(BaseException):
         self.signum = signum
 
 
+# held: how many ``hold_stop_signals`` blocks are open; pending: the signal that came while one was
+_held = {"depth": 0, "pending": 0}
+
+
 def _raise_stopped(signum, _frame):
+    if _held["depth"]:
+        _held["pending"] = _held["pending"] or signum
+        return
     raise Stopped(signum)
+
+
+class hold_stop_signals:
+    """Within the block a stop signal is held, and raised as :class:`Stopped` when the outermost block ends.
+
+    For a start: ``Popen`` raising half-way (in its wait for the child's ``exec``) would leave a child that
+    runs with nobody holding its handle, so the caller's ending code would not know it (CI: a rehearse stopped
+    the moment its converter's ``unshare`` had exec'd reported that pair as outliving the ending). Held, the
+    signal is raised once the handle is stored, inside the caller's ``try``. ``keep=True``: the outermost
+    block leaves it held, for :func:`raise_held` in the caller's ``try``."""
+
+    def __init__(self, keep: bool = False):
+        self.keep = keep
+
+    def __enter__(self):
+        _held["depth"] += 1
+        return self
+
+    def __exit__(self, *exc):
+        _held["depth"] -= 1
+        if _held["depth"] == 0 and not self.keep:
+            if exc[0] is None:
+                raise_held()
+            _held["pending"] = 0  # an error leaves the block: the caller's failure path ends the run already
+        return False
+
+
+def raise_held() -> None:
+    """Raise the stop signal held by :class:`hold_stop_signals`, if one came."""
+    signum, _held["pending"] = _held["pending"], 0
+    if signum:
+        raise Stopped(signum)
 
 
 class stop_signals_raise:

@@ -37,16 +37,19 @@ class Run:
         return bool(self.prefix)
 
     def start(self, stdout=subprocess.PIPE, text: bool = True):
-        """Start the command; its output goes to ``stdout`` (a pipe to read, or a file), stderr with it."""
+        """Start the command; its output goes to ``stdout`` (a pipe to read, or a file), stderr with it. A stop
+        signal that comes meanwhile is raised (:class:`.guard.Stopped`) once ``self.proc`` holds the child: call
+        it inside the ``try`` whose handler ends the run."""
         if self.bound:
             # ends the run if the owner is killed. Without a namespace nothing else would; with one, unshare's
             # --kill-child is set by its child after fork(): an owner killed in between (measured: 2 of 30 owners
             # killed right after start) leaves that child, the namespace's first process, running as an orphan
             self._guard = guard.start_guard(self.mark)
-        self.proc = subprocess.Popen(self.prefix + self.argv, cwd=self.cwd, env=self.env, stdin=subprocess.DEVNULL,
-                                     stdout=stdout, stderr=subprocess.STDOUT, text=text,
-                                     errors="replace" if text else None, start_new_session=True,
-                                     preexec_fn=guard.die_with_parent(os.getpid()) if self.bound else None)
+        with guard.hold_stop_signals():  # a stop signal comes out of here only once self.proc holds the child
+            self.proc = subprocess.Popen(self.prefix + self.argv, cwd=self.cwd, env=self.env, stdin=subprocess.DEVNULL,
+                                         stdout=stdout, stderr=subprocess.STDOUT, text=text,
+                                         errors="replace" if text else None, start_new_session=True,
+                                         preexec_fn=guard.die_with_parent(os.getpid()) if self.bound else None)
         return self.proc
 
     def wait_namespace(self) -> str:
@@ -103,8 +106,8 @@ def call(argv: list, env: dict, cwd: str, mark: Mark, timeout: float) -> subproc
     Returns its exit code and output (stderr in stdout). On a timeout or an exception here (a stop signal), the
     step is ended first; the exception carries ``survivors`` (pids) when any outlived that."""
     run = Run(argv, env, cwd, mark)
-    proc = run.start()
-    try:
+    try:  # the start too: a stop signal that came while it started is raised once the run holds its child
+        proc = run.start()
         out, _ = proc.communicate(timeout=timeout)
     except BaseException as exc:
         note_survivors(exc, run.end())

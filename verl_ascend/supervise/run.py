@@ -18,7 +18,7 @@ import time
 
 from verl_ascend.core import outfiles, runlog
 from verl_ascend.core.findings import WARNING, Finding
-from verl_ascend.proc import follow, info, marks
+from verl_ascend.proc import follow, guard, info, marks
 from verl_ascend.proc import launch as proc_launch
 
 from . import attempt as A
@@ -314,8 +314,10 @@ class Supervisor:
                 attempt, handle = attached, A.Attached(attached.mark, attached.pid, os.path.dirname(attached.log))
                 attached = None
             else:
-                attempt, handle = self.start(len(self.report.attempts) + 1)
+                with guard.hold_stop_signals(keep=True):  # a stop signal in the start: raised below, the attempt known
+                    attempt, handle = self.start(len(self.report.attempts) + 1)
             try:
+                guard.raise_held()
                 done = self.one(attempt, handle)
             except BaseException as exc:  # a stop signal (guard.Stopped), Ctrl-C, an error of ours
                 self.interrupted(attempt, handle, exc)

@@ -185,18 +185,19 @@ def _run_once(argv, env, cwd, log_path, timeout, label, out, said, namespace_out
               f"their environment ({MARK}) instead, by a guard process if rehearse itself is killed", file=out,
               flush=True)
     left_by_watchdog = []
+
+    def expire():  # a wrong Ray resource setting hangs silently: the watchdog ends it
+        timed_out.set()
+        left_by_watchdog.extend(run_.end())
+
+    watchdog = threading.Timer(timeout, expire)
+    watchdog.daemon = True
     with open(log_path, "w") as log:
-        # unshare (or main_ppo itself) gets SIGKILL when this thread dies: a killed rehearse takes the run with it
-        proc = run_.start()
-
-        def expire():  # a wrong Ray resource setting hangs silently: the watchdog ends it
-            timed_out.set()
-            left_by_watchdog.extend(run_.end())
-
-        watchdog = threading.Timer(timeout, expire)
-        watchdog.daemon = True
-        watchdog.start()
         try:
+            # unshare (or main_ppo itself) gets SIGKILL when this thread dies: a killed rehearse takes the run with
+            # it; a stopped one raises here at the earliest once the run holds its child (proc.launch.Run.start)
+            proc = run_.start()
+            watchdog.start()
             ns = run_.wait_namespace()
             if namespace_out is not None:
                 namespace_out.extend([ns, run_.mark.value])
