@@ -25,9 +25,8 @@ def pytest_configure(config):
                             "megatron-core 0.12): runtime patches and read-only tools")
 
 
-# The longest files (each a few main_ppo runs) go first, longest first: `--dist loadfile` hands files out in
-# collection order (two to each worker at the start, then one whenever a worker has two tests or fewer left), so
-# started last they would leave one worker running them alone at the end. By their wall seconds in CI's 0.9.1 part
+# The rehearsal files (each a few main_ppo runs), longest first: the two rehearsal lanes (tests/xdist_lanes.py) take
+# them in this order, so that none is left to run alone at the end. By their wall seconds in CI's 0.9.1 part
 # (fresh clone of b24ce73, 2026-12-05, test_rehearse_faults.py since cut by one run):
 LONGEST_FIRST = ("test_rehearse_nodes.py",  # 415
                  "test_rehearse_supervised.py",  # 388
@@ -39,6 +38,17 @@ LONGEST_FIRST = ("test_rehearse_nodes.py",  # 415
                  "test_rehearse_fsdp.py",  # 280
                  "test_rehearse_dapo.py",  # 222
                  "test_rehearse_nodes_fault.py")  # 182
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """Under `--dist loadfile`, two workers run the rehearsal files one at a time each, the others the rest
+    (tests/xdist_lanes.py: a third rehearsal at once costs each of them 55 % more CPU)."""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist_lanes import make
+
+    return make(config, log, set(LONGEST_FIRST))
 
 
 def pytest_ignore_collect(collection_path, config):
