@@ -202,6 +202,52 @@ def test_a_step_stopped_while_it_starts_is_ended_before_the_stop_is_reported(ns_
         end_marked(mark, grace=1, patience=10)
 
 
+# guard.hold_stop_signals on its own, as supervise uses it too (keep=True: the attempt is recorded before the stop
+# is raised, in the loop's try): each case prints what it saw
+HOLD_CASES = """
+import os, signal, time
+from verl_ascend.proc import guard
+def term():
+    os.kill(os.getpid(), signal.SIGTERM)
+    time.sleep(0.2)  # the handler has run by now
+seen = []
+with guard.stop_signals_raise():
+    try:
+        with guard.hold_stop_signals():
+            with guard.hold_stop_signals():
+                term()
+            seen.append('inner block ended quietly')
+    except guard.Stopped:
+        seen.append('raised at the outer end')
+    with guard.hold_stop_signals(keep=True):
+        term()
+    seen.append('kept')
+    try:
+        guard.raise_held()
+    except guard.Stopped:
+        seen.append('raised by raise_held')
+    try:
+        with guard.hold_stop_signals():
+            term()
+            raise ValueError('an error of the start')
+    except ValueError:
+        seen.append('the error wins')
+    guard.raise_held()
+    seen.append('nothing left held')
+    try:
+        term()
+    except guard.Stopped:
+        seen.append('outside a block: at once')
+print('|'.join(seen))
+"""
+
+
+def test_a_stop_signal_is_held_to_the_end_of_the_outermost_block_or_for_raise_held():
+    done = subprocess.run([sys.executable, "-c", HOLD_CASES], capture_output=True, text=True, timeout=60)
+    assert done.stdout.strip() == ("inner block ended quietly|raised at the outer end|kept|raised by raise_held|"
+                                   "the error wins|nothing left held|outside a block: at once"), done.stderr[-2000:]
+
+
 def test_follow_hands_out_complete_lines_once_and_reads_a_replaced_file_again(tmp_path):
     log = tmp_path / "console.log"
     follow = Follow(log)

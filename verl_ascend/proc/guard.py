@@ -69,10 +69,11 @@ class hold_stop_signals:
 
     def __exit__(self, *exc):
         _held["depth"] -= 1
-        if _held["depth"] == 0 and not self.keep:
-            if exc[0] is None:
+        if _held["depth"] == 0:
+            if exc[0] is not None:
+                _held["pending"] = 0  # an error leaves the block: the caller's failure path ends the run already
+            elif not self.keep:
                 raise_held()
-            _held["pending"] = 0  # an error leaves the block: the caller's failure path ends the run already
         return False
 
 
