@@ -172,3 +172,19 @@ def wait_for(predicate, seconds: float, step: float = 0.2) -> bool:
             return True
         time.sleep(step)
     return predicate()
+
+
+# Ports for a test's own listeners (a TCPStore, sshd, a Ray head): the rehearsal's own choice (rehearse/run/cluster.py),
+# below the kernel's ephemeral range and above Ray's worker ports. A port the kernel hands out for bind(0) comes from
+# the ephemeral range, the one it also gives every outgoing connection of every process: closed again to be passed
+# on, it went to a Ray connection of the rehearsals running beside the test (CI: a 2-rank TCPStore's listen failed
+# with EADDRINUSE), which a port below that range cannot.
+def free_ports(n: int = 1, addr: str = "127.0.0.1") -> list:
+    """``n`` distinct ports free on ``addr`` now."""
+    from verl_ascend.rehearse.run.cluster import free_ports as pick
+
+    return pick(addr, n)
+
+
+def free_port(addr: str = "127.0.0.1") -> int:
+    return free_ports(1, addr)[0]

@@ -7,7 +7,6 @@ be named, with the step before it or `ckpt sync` as the fix, exit 2. The writers
 import contextlib
 import io
 import json
-import socket
 import subprocess
 import sys
 import types
@@ -15,7 +14,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from subproc import clean_env, run_cli
+from subproc import clean_env, free_port, run_cli
 from test_ckpt_check import megatron_run
 from test_ckpt_dcp import run_ranks
 
@@ -166,12 +165,6 @@ def test_dcp_shards_and_megatron_files_two_ranks(dcp_two_ranks, tmp_path, rel, h
     assert finding["fix"] and finding["code"] == "file_damaged"
 
 
-def _free_port():
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return str(sock.getsockname()[1])
-
-
 @pytest.fixture(scope="module")
 def mcore_run(tmp_path_factory):
     """A Megatron actor written by the installed megatron-core (verl 0.9.1 and 0.6.1 both pin one)."""
@@ -181,7 +174,7 @@ def mcore_run(tmp_path_factory):
         pytest.skip("megatron-core is not installed in this environment")
     root = tmp_path_factory.mktemp("mcore")
     actor = root / "global_step_10" / "actor"
-    proc = subprocess.run([sys.executable, str(MCORE_WRITER), str(actor), _free_port()], env=clean_env(),
+    proc = subprocess.run([sys.executable, str(MCORE_WRITER), str(actor), str(free_port())], env=clean_env(),
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     megatron_run(root, step=10, world=1, save=False, common=False)

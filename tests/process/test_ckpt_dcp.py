@@ -5,28 +5,21 @@ the installed plugin, exactly as in a torchrun job.
 """
 
 import json
-import socket
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
 import pytest
-from subproc import clean_env
+from subproc import clean_env, free_port
 
 pytestmark = pytest.mark.field_stack  # torch's checkpoint code: every environment, each with its torch
 RANKS = Path(__file__).parents[1] / "dcp_ranks.py"
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 def run_ranks(mode, *scenarios, timeout=480, folder=None):
     """Both ranks' JSON reports; the files go to a temp folder, or stay in ``folder`` if given."""
-    port = _free_port()
+    port = free_port()
     with tempfile.TemporaryDirectory(prefix="va-dcp-") as ckpt:
         ckpt = str(folder or ckpt)
         procs = [

@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 
 import pytest
-from subproc import clean_env, last_json, run_cli
+from subproc import clean_env, free_port, last_json, run_cli
 from test_ckpt_check import fsdp_run, megatron_run
 from test_ckpt_dcp import run_ranks
 
@@ -43,12 +43,6 @@ def _tool(name):
         pytest.fail(f"{name} is not installed: apt-get install openssh-server openssh-client rsync "
                     "(dev/with-verl.sh installs them)")
     return found
-
-
-def _free_port(addr):
-    with socket.socket() as sock:
-        sock.bind((addr, 0))
-        return sock.getsockname()[1]
 
 
 def _wait_listening(addr, port, proc, log):
@@ -81,7 +75,7 @@ def cluster(tmp_path_factory):
     nodes, procs = [], []
     try:
         for i, (user, addr) in enumerate((("root@", "127.0.0.1"), ("", "127.0.0.2"))):
-            folder, port, log = base / f"node{i}", _free_port(addr), base / f"sshd{i}.log"
+            folder, port, log = base / f"node{i}", free_port(addr), base / f"sshd{i}.log"
             folder.mkdir()
             conf = base / f"sshd{i}.conf"
             conf.write_text(f"Port {port}\nListenAddress {addr}\nHostKey {base / 'host_key'}\nPidFile none\n"
@@ -213,7 +207,7 @@ def test_a_bad_or_unreachable_node_is_exit_2_naming_it(saved, cluster):
     for bad in ("root@127.0.0.1:99999", "node 1", "a:b:c"):
         proc = sync(cluster, nodes=[spec_a, bad])
         assert proc.returncode == 2 and repr(bad) in proc.stderr and "[user@]host[:port]" in proc.stderr
-    dead = f"127.0.0.1:{_free_port('127.0.0.1')}"
+    dead = f"127.0.0.1:{free_port('127.0.0.1')}"
     proc = sync(cluster, nodes=[spec_a, dead])
     assert proc.returncode == 2 and f"{dead}: cannot reach it over ssh" in proc.stdout and "fix:" in proc.stdout
     twice = sync(cluster, nodes=[spec_a, spec_a])

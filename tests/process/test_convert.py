@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 import pytest
-from subproc import ROOT, clean_env, last_json, run_cli
+from subproc import ROOT, clean_env, free_port, last_json, run_cli
 
 DRIVER = ROOT / "tests" / "convert_driver.py"
 SCRIPT = ROOT / "scripts" / "converter_hf_to_mcore.py"
@@ -28,18 +28,10 @@ def _driver(*args, nproc=1, timeout=900, cwd=None):
     cmd = [sys.executable, str(DRIVER), *map(str, args)]
     if nproc > 1:
         cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", str(nproc),
-               "--master_port", str(_free_port()), str(DRIVER), *map(str, args)]
+               "--master_port", str(free_port()), str(DRIVER), *map(str, args)]
     proc = subprocess.run(cmd, env=clean_env(**ENV), cwd=cwd, capture_output=True, text=True, timeout=timeout)
     assert proc.returncode == 0, f"{cmd} failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-6000:]}"
     return last_json(proc)
-
-
-def _free_port():
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _plan(tmp, entries, models=False):

@@ -1,36 +1,18 @@
 """scripts/hccl_check.py under torchrun on CPU (gloo), and its diagnosis when ranks cannot meet."""
 
 import re
-import socket
 import subprocess
 import sys
 import tempfile
 
 import pytest
 import torch
-from subproc import ROOT, clean_env
+from subproc import ROOT, clean_env, free_port, free_ports
 
 from verl_ascend.doctor import allreduce
 
 pytestmark = pytest.mark.verl_agnostic
 SCRIPT = str(ROOT / "scripts" / "hccl_check.py")
-
-
-def free_port():
-    return free_ports(1)[0]
-
-
-def free_ports(n):
-    """n distinct free ports: held open together while chosen, so the kernel cannot hand out one twice (two
-    free_port() calls in a row can return the same port once the first socket is closed)."""
-    socks = [socket.socket() for _ in range(n)]
-    try:
-        for s in socks:
-            s.bind(("127.0.0.1", 0))
-        return [s.getsockname()[1] for s in socks]
-    finally:
-        for s in socks:
-            s.close()
 
 
 def run(cmd, env, timeout=180):

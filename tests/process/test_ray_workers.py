@@ -4,7 +4,6 @@ A `ray start` head started with its own environment plays the part of another no
 inherit that environment, not the driver's, exactly as on a multi-node A2 cluster.
 """
 
-import socket
 import subprocess
 import sys
 import tempfile
@@ -12,7 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
-from subproc import clean_env, kill_cluster, last_json, run_python
+from subproc import clean_env, free_port, kill_cluster, last_json, run_python
 
 ACTOR_PROBE = """
 import json, os, sys, ray
@@ -49,16 +48,10 @@ def test_actor_in_local_ray_is_patched_and_agrees_on_device():
     assert (out["device"], out["backend"]) == ("npu", "hccl")
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def other_node():
     """A Ray head whose processes have the node's environment: fake torch_npu, no VERL_ASCEND_*."""
-    port = _free_port()
+    port = free_port()
     temp_dir = tempfile.mkdtemp(prefix="va-ray-")
     ray_bin = str(Path(sys.executable).with_name("ray"))
     head = subprocess.Popen(

@@ -52,7 +52,7 @@ def test_the_relaunch_waits_for_rays_nodes_and_gives_up_naming_the_missing_one(t
     head_ip = multinode.head_address()
     spec = {"subnet": f"127.{random.randint(1, 254)}.{random.randint(0, 255)}", "gpus_per_node": 1,
             "cpus_per_node": 1, "ray_tmp": ray_tmp, "object_store_bytes": 80 << 20}
-    port = cluster._free_ports(head_ip, 1)[0]
+    port = cluster.free_ports(head_ip, 1)[0]
     address = f"{head_ip}:{port}"
     env = clean_env(RAY_AUTH_MODE="disabled", **FAST_DEATH)
     said, runs = [], []

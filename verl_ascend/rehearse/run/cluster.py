@@ -63,10 +63,11 @@ def _ephemeral_start() -> int:
         return 32768
 
 
-def _free_ports(ip: str, count: int) -> list:
+def free_ports(ip: str, count: int) -> list:
     """``count`` ports free on ``ip`` now, below the kernel's ephemeral range and above Ray's default worker ports
     (10002-19999): a port the kernel hands to someone's bind(0) (verl's MASTER_PORT, another run's) between this
-    pick and Ray's bind would fail the run (measured: EADDRINUSE in torch's TCPStore with three rehearsals at once)."""
+    pick and Ray's bind would fail the run (measured: EADDRINUSE in torch's TCPStore with three rehearsals at once).
+    The tests' own listeners take theirs here too (tests/subproc.py)."""
     import random
 
     low, high = 20000, max(20000 + 4 * count, _ephemeral_start())
@@ -90,7 +91,7 @@ def _ray() -> list:
 def start_argv(index: int, spec: dict, head_ip: str, head_port: int) -> list:
     """The node's ``ray start`` command (see the module docstring for where each flag comes from)."""
     ip, per_node = node_ip(index, head_ip, spec["subnet"]), spec["gpus_per_node"]
-    ports = _free_ports(ip, 7 + WORKER_PORTS)
+    ports = free_ports(ip, 7 + WORKER_PORTS)
     argv = _ray() + ["start", "--block", "--node-ip-address", ip, "--num-cpus", str(spec["cpus_per_node"]),
                      "--num-gpus", str(per_node), "--resources", json.dumps({"NPU": per_node}),
                      "--disable-usage-stats",
@@ -169,7 +170,7 @@ def main(argv=None) -> int:
     for cmd in binds(0, spec):
         subprocess.run(cmd, check=True)
     head_ip = spec["head_ip"]  # this machine's address as Ray sees it (multinode.prepare asked Ray once)
-    head_port = _free_ports(head_ip, 1)[0]
+    head_port = free_ports(head_ip, 1)[0]
     address = f"{head_ip}:{head_port}"
     procs = []
     for index in range(count):
