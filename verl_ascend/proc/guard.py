@@ -58,16 +58,22 @@ class hold_stop_signals:
     runs with nobody holding its handle, so the caller's ending code would not know it (CI: a rehearse stopped
     the moment its converter's ``unshare`` had exec'd reported that pair as outliving the ending). Held, the
     signal is raised once the handle is stored, inside the caller's ``try``. ``keep=True``: the outermost
-    block leaves it held, for :func:`raise_held` in the caller's ``try``."""
+    block leaves it held, for :func:`raise_held` in the caller's ``try``. Outside the main thread: no effect."""
 
     def __init__(self, keep: bool = False):
         self.keep = keep
+        self.active = False
 
     def __enter__(self):
-        _held["depth"] += 1
+        # only the main thread gets the signal (stop_signals_raise): a block elsewhere must not hold it from it
+        self.active = threading_main()
+        if self.active:
+            _held["depth"] += 1
         return self
 
     def __exit__(self, *exc):
+        if not self.active:
+            return False
         _held["depth"] -= 1
         if _held["depth"] == 0:
             if exc[0] is not None:
