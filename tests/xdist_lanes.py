@@ -9,9 +9,9 @@ three longest rehearsal files ran at once from the start.
 
 Here, under `--dist loadfile`: the workers gw0 and gw1 (the rehearsal lanes) take the rehearsal files
 (``LONGEST_FIRST``, in that order), the next one when the last test of the one before is running, and only when
-those are gone anything else; the other
-workers take the other files and never a rehearsal file while a rehearsal lane lives. With one or two workers
-every worker is a rehearsal lane, which is xdist's own order with the rehearsal files first.
+those are gone anything else; the other workers take the other files and never a rehearsal file while a rehearsal
+lane lives. With one or two workers every worker is a rehearsal lane, which is xdist's own order with the rehearsal
+files first.
 """
 
 REHEARSAL_LANES = ("gw0", "gw1")

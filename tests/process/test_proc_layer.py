@@ -168,7 +168,8 @@ def test_call_runs_a_step_and_ends_it_on_a_timeout(ns_mode):
 # the exception, what call() says survived its ending, and what a scan of /proc finds.
 STOPPED_IN_START = """
 import os, signal, sys, time
-from verl_ascend.proc import guard, launch, marks
+from verl_ascend.proc import guard, launch, marks, namespace
+namespace.set_available(sys.argv[1] == 'namespace')
 given = guard.die_with_parent
 def stop_the_owner_first(parent):
     then = given(parent)
@@ -190,11 +191,8 @@ with guard.stop_signals_raise():
 
 def test_a_step_stopped_while_it_starts_is_ended_before_the_stop_is_reported(ns_mode):
     mark = Mark(VAR, uuid.uuid4().hex)
-    env = {**os.environ, "VA_NS": ns_mode}
-    code = ("from verl_ascend.proc import namespace; namespace.set_available(__import__('os').environ['VA_NS'] == "
-            "'namespace')\n" + STOPPED_IN_START)
     try:
-        done = subprocess.run([sys.executable, "-c", code, ns_mode, VAR, mark.value], env=env, capture_output=True,
+        done = subprocess.run([sys.executable, "-c", STOPPED_IN_START, ns_mode, VAR, mark.value], capture_output=True,
                               text=True, timeout=120)
         assert done.stdout.strip() == "Stopped [] []", (done.stdout, done.stderr[-2000:])
         assert marked(mark) == []
