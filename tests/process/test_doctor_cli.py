@@ -13,7 +13,7 @@ import pytest
 import torch
 from subproc import clean_env, kill_cluster, run_cli
 
-from verl_ascend.doctor import board_probe
+from verl_ascend.doctor import board_probe, hccl
 from verl_ascend.doctor.checks import GROUPS as ALL_GROUPS
 
 NOT_VERL = "patches"  # the group that imports verl; the tests below leave it out unless they test it
@@ -67,9 +67,21 @@ def ascend_env(tmp_path):
         HCCL_CONNECT_TIMEOUT=3600, HCCL_EXEC_TIMEOUT=3600, RAY_EXPERIMENTAL_NOSET_ASCEND_RT_VISIBLE_DEVICES=1,
         RAY_TMPDIR=tmp_path / "no-ray",
     )
-    for var in ("HCCL_IF_IP", "HCCL_IF_BASE_PORT", "ASCEND_RT_VISIBLE_DEVICES", "RAY_ADDRESS"):
+    for var in ("HCCL_IF_IP", "ASCEND_RT_VISIBLE_DEVICES", "RAY_ADDRESS"):
         env.pop(var, None)
+    env["HCCL_IF_BASE_PORT"] = str(hccl_base())
     return env, str(hccn), nnodes
+
+
+def hccl_base():
+    """HCCL's ports as a well set-up shared node has them: 16 free ports outside the kernel's ephemeral range.
+    HCCL's default 60000-60015 lies inside it, so on a busy host an outgoing connection of a test running beside
+    this one may hold one of them, and doctor rightly says so (CI saw it: 1 of 60000-60015 taken)."""
+    ephemeral = hccl.ephemeral_port_range() or (32768, 60999)  # Linux's default where /proc does not say
+    used = hccl.ports_in_use(hccl.read_tables() or [])
+    base = hccl.free_base(used, ephemeral) or hccl.free_base(used, ephemeral, start=20000, stop=ephemeral[0])
+    assert base, f"no 16 free ports outside the ephemeral range {ephemeral} on this host"
+    return base
 
 
 @pytest.mark.verl_agnostic
