@@ -28,13 +28,12 @@ def pytest_configure(config):
 # The rehearsal files (each a few main_ppo runs), longest first: the two rehearsal lanes (tests/xdist_lanes.py) take
 # them in this order, so that none is left to run alone at the end. By their wall seconds in CI's 0.9.1 part
 # (fresh clone of b24ce73, 2026-12-05, test_rehearse_faults.py since cut by one run):
-LONGEST_FIRST = ("test_rehearse_nodes.py",  # 415
+LONGEST_FIRST = ("test_rehearse_nodes.py",  # 415, and a resume without the sync since (was its own file: 306)
                  "test_rehearse_supervised.py",  # 388
                  "test_rehearse.py",  # 362
                  "test_rehearse_moe.py",  # 353
                  "test_rehearse_killed.py",  # 345 over 6 cases
                  "test_rehearse_faults.py",  # ~340
-                 "test_rehearse_nodes_nosync.py",  # 306
                  "test_rehearse_fsdp.py",  # 280
                  "test_rehearse_dapo.py",  # 222
                  "test_rehearse_nodes_fault.py")  # 182

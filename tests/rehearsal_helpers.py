@@ -113,9 +113,9 @@ def diagnosed(out: Path, logs=None):
     return run_cli("diagnose", *logs, timeout=300)
 
 
-def assert_diagnosed_clean(out: Path):
-    """A healthy rehearsal's logs, read by diagnose: no failure (exit 0), whatever its shutdown printed."""
-    proc = diagnosed(out)
+def assert_diagnosed_clean(out: Path, logs=None):
+    """A healthy rehearsal's logs (or ``logs``), read by diagnose: no failure (exit 0), whatever its shutdown printed."""
+    proc = diagnosed(out, logs)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
 
 

@@ -3,17 +3,17 @@
 Each node has its own address, its own disk for the checkpoint folder and Ray's (a mount namespace), and no
 VERL_ASCEND* setting of its own; main_ppo runs with trainer.nnodes=2 (1 rank per node: the recipe's TP8 PP2 scales
 to TP2, one tensor-parallel group across the two nodes). Between the runs, what a cluster without shared storage
-needs: the files per node, `ckpt check` on each node, `ckpt sync`, `ckpt check` again, the resume. The same
-without the sync (the resume fails, `diagnose` names why) and a worker node that loses power mid-step are in
-test_rehearse_nodes_nosync.py and test_rehearse_nodes_fault.py (files of their own: pytest's workers share them).
-Everything asserted is read from the rehearsal's own output and the run's own files.
+needs: the files per node, `ckpt check` on each node, with `--no-sync` first a resume without the sync (it fails
+as on such a cluster, `diagnose` names why and `ckpt sync`), then `ckpt sync`, `ckpt check` again, the resume. A
+worker node that loses power mid-step is in test_rehearse_nodes_fault.py (a file of its own: pytest's workers share
+the files). Everything asserted is read from the rehearsal's own output and the run's own files.
 """
 
 import re
 import tempfile
 from pathlib import Path
 
-from rehearsal_helpers import NODES, NODES_RECIPE, assert_diagnosed_clean, assert_nothing_left, logs_tail, needs_09, rehearse
+from rehearsal_helpers import NODES, NODES_RECIPE, assert_diagnosed_as, assert_diagnosed_clean, assert_nothing_left, logs_tail, needs_09, rehearse
 
 
 def node_lines(stdout: str) -> dict:
@@ -22,10 +22,10 @@ def node_lines(stdout: str) -> dict:
 
 
 @needs_09
-def test_two_nodes_with_their_own_disks_save_check_sync_and_resume():
+def test_two_nodes_with_their_own_disks_save_check_fail_unsynced_sync_and_resume():
     with tempfile.TemporaryDirectory(prefix="va-rh-test-") as tmp:
         out = Path(tmp) / "out"
-        proc = rehearse(out, *NODES, recipe=NODES_RECIPE)
+        proc = rehearse(out, *NODES, "--no-sync", recipe=NODES_RECIPE)
         assert proc.returncode == 0, proc.stdout[-5000:] + proc.stderr[-3000:] + logs_tail(out)
         changes = (out / "changes.txt").read_text()
         assert "trainer.nnodes=2, n_gpus_per_node=1" in changes and "recipe TP8 PP2 -> TP2" in changes, changes
@@ -55,6 +55,22 @@ def test_two_nodes_with_their_own_disks_save_check_sync_and_resume():
         assert len(tracker) == 1, tracker  # written once, by the trainer on its node
         shards = {n: {f for f in f_ if f.endswith(".distcp")} for n, f_ in files.items()}
         assert shards["node0"] and shards["node1"] and not shards["node0"] & shards["node1"], shards
+        # --no-sync: the resume on what each node held failed before any copy, and diagnose names why and the fix.
+        # Which of two failures depends on the node Ray puts the trainer on: the one with the tracker (the ranks
+        # elsewhere lack the step's metadata), or another (verl finds no tracker and trains from scratch)
+        said = [proc.stdout.find(line) for line in (
+            "before sync: ckpt check on node 1", "--no-sync: the resume reads what each node holds",
+            "rehearse: resume without ckpt sync: main_ppo", "--no-sync: the resume without ckpt sync failed",
+            "checkpoint folder put back as the save left it", "rehearse: ckpt sync ", "rehearse: resume: main_ppo")]
+        assert -1 not in said and said == sorted(said), (said, proc.stdout[-5000:])  # all of it, in this order
+        assert proc.stdout.count("rehearse: ckpt sync ") == 1, proc.stdout[-5000:]  # the sync ran after, once
+        failed = re.search(r"--no-sync: the resume without ckpt sync failed, as on a cluster without shared storage: "
+                           r"(.*)", proc.stdout)
+        metadata = failed.group(1).startswith("main_ppo exit")
+        assert metadata or "trained from step 1 again" in failed.group(1), failed.group(1)
+        diagnosed = assert_diagnosed_as(out, "(ckpt_metadata_missing" if metadata else "(ckpt_not_seen_on_resume",
+                                        logs=[out / "console.log", out / "console_unsynced.log"])
+        assert "verl-ascend ckpt sync" in diagnosed.stdout, diagnosed.stdout[-3000:]
         # ckpt check on each node named what it lacked; ckpt sync; then both pass
         before = re.findall(r"before sync: ckpt check on node (\d) \(\S+\): exit (\d+)(.*)", proc.stdout)
         assert len(before) == 2 and all(code != "0" for _, code, _ in before), before
@@ -71,7 +87,7 @@ def test_two_nodes_with_their_own_disks_save_check_sync_and_resume():
             assert line in proc.stdout, (line, proc.stdout[-3000:])
         assert not any((out / "checkpoints").iterdir())  # the shared path held nothing outside the nodes
         assert_nothing_left(proc, out)
-        assert_diagnosed_clean(out)
+        assert_diagnosed_clean(out, logs=[out / "console.log", out / "console_resume.log"])
 
 
 @needs_09

@@ -99,3 +99,55 @@ def test_under_supervise_the_node_dies_once_the_named_step_is_saved():
     assert cluster.fault_asked({}, {var: "worker-node@after-step-1"}) == ("worker-node", "step:1 - ")
     assert cluster.fault_asked({}, {var: "kill-worker@/ckpt"}) == ("", cluster.FAULT_TRIGGER)  # the loop's, not a node's
     assert cluster.fault_asked({}, {})[0] == ""
+
+
+def _cluster(tmp_path):
+    from verl_ascend.rehearse.run import multinode as run_multinode
+
+    return run_multinode.Cluster(2, "127.0.0.1", tmp_path / "nodes", [str(tmp_path / "checkpoints")],
+                                 tmp_path / "cluster.json", "127.9.8")
+
+
+def _tree(folder):
+    return {str(p.relative_to(folder)): p.read_text() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def test_no_sync_puts_each_nodes_checkpoint_back_as_the_save_left_it(tmp_path, capsys):
+    """A resume without the sync that trains from scratch saves over the nodes' checkpoint; the sync and the resume
+    after it must see what the save left, not that."""
+    from verl_ascend.rehearse.run import multinode as run_multinode
+
+    cl, ckpt = _cluster(tmp_path), tmp_path / "checkpoints"
+    for index in range(2):
+        node = cl.node_copy(index, ckpt)
+        (node / "global_step_1" / "actor").mkdir(parents=True)
+        (node / "global_step_1" / "actor" / f"shard_{index}.distcp").write_text(f"saved by rank {index}")
+    (cl.node_copy(0, ckpt) / "latest_checkpointed_iteration.txt").write_text("1")
+    before = {i: _tree(cl.node_copy(i, ckpt)) for i in range(2)}
+
+    def from_scratch():  # what verl does on the node without the tracker: trains again and saves over
+        node1 = cl.node_copy(1, ckpt)
+        (node1 / "global_step_1" / "actor" / "shard_1.distcp").write_text("retrained")
+        (node1 / "global_step_2").mkdir()
+        (node1 / "global_step_2" / "data.pt").write_text("new")
+        (node1 / "latest_checkpointed_iteration.txt").write_text("2")
+        return True, "trained from step 1 again"
+
+    assert run_multinode.resume_unsynced(cl, ckpt, tmp_path, from_scratch) == ""
+    assert {i: _tree(cl.node_copy(i, ckpt)) for i in range(2)} == before
+    assert not (tmp_path / ".nodes-as-saved").exists()
+    assert "failed, as on a cluster without shared storage: trained from step 1 again" in capsys.readouterr().out
+
+    def loaded():  # the nodes' disks were one: nothing of a cluster without shared storage shown
+        return False, "verl loaded global_step_1"
+
+    problem = run_multinode.resume_unsynced(cl, ckpt, tmp_path, loaded)
+    assert "did not fail (verl loaded global_step_1)" in problem and "not separate" in problem, problem
+
+    def crashed():  # rehearse stopped mid-run: the nodes are still put back
+        (cl.node_copy(0, ckpt) / "latest_checkpointed_iteration.txt").unlink()
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        run_multinode.resume_unsynced(cl, ckpt, tmp_path, crashed)
+    assert {i: _tree(cl.node_copy(i, ckpt)) for i in range(2)} == before

@@ -45,8 +45,10 @@ def register(sub) -> None:
                    "storage needs: the files on each node listed, `ckpt check` on each node, `ckpt sync` between them, "
                    "`ckpt check` again; the resume reads the synced checkpoint (docs/rehearse.md, multi-node)")
     p.add_argument("--no-sync", action="store_true",
-                   help="with --nnodes: resume without `ckpt sync`, as a cluster without shared storage would (the "
-                   "resume then fails the way it does there; `verl-ascend diagnose` on its logs names it)")
+                   help="with --nnodes: first resume without `ckpt sync`, as a cluster without shared storage would "
+                   "(it fails the way it does there; its log is OUT/console_unsynced.log, and `verl-ascend diagnose "
+                   "OUT/console.log OUT/console_unsynced.log` names it), then put each node's checkpoint back as the "
+                   "save left it and go on as without this flag: sync, check, resume")
     p.add_argument("--fault", choices=("worker-node", "kill-worker", "hang-rank", "bad-override", "crash-loop",
                                         "damaged-ckpt"),
                    help="worker-node, with --nnodes: the last worker node loses power at the loop's first rollout (every "

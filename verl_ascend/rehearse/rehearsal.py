@@ -6,6 +6,7 @@ proved (``verdict/``) and prints the ``logs`` report of the run. What runs insid
 ``loop/``; the processes themselves are the process layer's (``verl_ascend/proc``).
 """
 
+import functools
 import importlib.util
 import os
 import secrets
@@ -362,7 +363,10 @@ def _rehearse(options, recipe, launch, out, ckpt_dir, work, model_dir, started, 
                   f"(expected up to {last_step}); see {log}", file=sys.stderr)
             return 1
         if label == "train" and cluster is not None:
-            problem = multinode.between_runs(cluster, ckpt_dir, out, copy=not options.no_sync)
+            unsynced = None if not options.no_sync else functools.partial(
+                _unsynced_resume, argv + phases[1][2] + [f"hydra.run.dir={out / 'hydra'}"], env, run_cwd, out,
+                options.timeout, logs[0], steps, trainer)
+            problem = multinode.between_runs(cluster, ckpt_dir, out, unsynced)
             if problem:
                 print(f"verl-ascend rehearse: {problem}", file=sys.stderr)
                 return 1
@@ -397,3 +401,17 @@ def _rehearse(options, recipe, launch, out, ckpt_dir, work, model_dir, started, 
     print(f"rehearse: ok in {time.time() - started:.0f} s: {steps} step(s), checkpoint, resumed step {steps + 1}; "
           f"outputs in {out} (changes.txt, console*.log, checkpoints/, logs_table.txt, logs.png, logs.csv)")
     return 0
+
+
+def _unsynced_resume(argv, env, cwd, out, timeout, train_log, steps, trainer) -> tuple:
+    """``--no-sync``: the resume's own command on the nodes' disks as the save left them; (failed, how)."""
+    from verl_ascend.rehearse.verdict import checks as verdict
+
+    log = out / "console_unsynced.log"
+    print(f"rehearse: resume without ckpt sync: {trainer} to step {steps + 1}; log {log}", flush=True)
+    code, _, error = runner.run(argv, env, cwd, log, timeout, "unsynced", said=[], namespace=[], left=[])
+    if code != 0:
+        return True, f"{trainer} exit {code}: {error or 'see ' + str(log)}"
+    loaded = verdict.judge(train_log, log, steps, False)[0]  # "resume loaded the checkpoint"
+    return not loaded.ok, loaded.figure
+

@@ -6,8 +6,10 @@ commands and their own code paths (only the transport is local, :mod:`.nodeshell
 
 1. after the save, list which files exist on which node (``node_files.txt``);
 2. ``verl-ascend ckpt check`` on each node, in that node's view: it names what is missing where;
-3. ``verl-ascend ckpt sync`` between the nodes (skipped with ``--no-sync``), then ``ckpt check`` again;
-4. the resume runs from what the nodes then hold.
+3. with ``--no-sync``, first a resume from what each node holds, unsynced: it fails as on such a cluster (its log
+   for ``diagnose``); the nodes' disks are then put back as the save left them;
+4. ``verl-ascend ckpt sync`` between the nodes, then ``ckpt check`` again;
+5. the resume runs from what the nodes then hold.
 
 Each step runs as a run of its own (``trainer.step``: marked, in its PID namespace, ended with ``rehearse``).
 What crossed to the other nodes is judged in ``verdict/nodes.py``.
@@ -17,6 +19,7 @@ import dataclasses
 import json
 import random
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -130,9 +133,10 @@ def sync(cluster: Cluster, ckpt_dir: Path) -> tuple:
     return proc.returncode, text
 
 
-def between_runs(cluster: Cluster, ckpt_dir: Path, out: Path, copy: bool = True) -> str:
+def between_runs(cluster: Cluster, ckpt_dir: Path, out: Path, unsynced=None) -> str:
     """What a user without shared storage does between the save and the resume; '' when the nodes then hold a
-    checkpoint a resume can read (or, with ``copy`` off, whatever they hold), else why not."""
+    checkpoint a resume can read, else why not. ``unsynced`` (``--no-sync``): a callable that runs the resume
+    first from what each node holds and returns ``(failed, how)``; see :func:`resume_unsynced`."""
     files = list_files(cluster, ckpt_dir, out, "after the save")
     if not all(files.values()):
         empty = [str(i) for i, f in files.items() if not f]
@@ -143,10 +147,10 @@ def between_runs(cluster: Cluster, ckpt_dir: Path, out: Path, copy: bool = True)
     if all(code == 0 for code, _ in before):
         return ("every node's checkpoint is complete before any copy: the nodes' disks were not separate "
                 "(a shared folder?), so this rehearsal shows nothing of a cluster without shared storage")
-    if not copy:
-        print("rehearse: --no-sync: the resume reads what each node holds (as a cluster without shared storage "
-              "does when nobody copies the checkpoint)", flush=True)
-        return ""
+    if unsynced is not None:
+        problem = resume_unsynced(cluster, ckpt_dir, out, unsynced)
+        if problem:
+            return problem
     code, _ = sync(cluster, ckpt_dir)
     if code != 0:
         return f"ckpt sync between the nodes failed (exit {code}; its output is above)"
@@ -154,3 +158,32 @@ def between_runs(cluster: Cluster, ckpt_dir: Path, out: Path, copy: bool = True)
     after = check_each(cluster, ckpt_dir, "after sync")
     bad = [f"node {i} (exit {c})" for i, (c, _) in enumerate(after) if c != 0]
     return f"ckpt check still fails after ckpt sync on {', '.join(bad)}" if bad else ""
+
+
+def resume_unsynced(cluster: Cluster, ckpt_dir: Path, out: Path, resume) -> str:
+    """``--no-sync``: the resume run first on what each node holds, as a cluster without shared storage does when
+    nobody copies the checkpoint; '' when it failed so, else why that shows nothing. Each node's checkpoint folder
+    is kept aside before and put back after, so the sync and the resume that follow see what the save left (a
+    resume that found no tracker trains from scratch and saves over it)."""
+    print("rehearse: --no-sync: the resume reads what each node holds (as a cluster without shared storage "
+          "does when nobody copies the checkpoint)", flush=True)
+    kept = out / ".nodes-as-saved"
+    shutil.rmtree(kept, ignore_errors=True)
+    for index in range(cluster.nnodes):
+        shutil.copytree(cluster.node_copy(index, ckpt_dir), kept / f"node{index}", symlinks=True)
+    try:
+        failed, how = resume()
+    finally:
+        for index in range(cluster.nnodes):
+            folder = cluster.node_copy(index, ckpt_dir)
+            for child in list(folder.iterdir()):
+                shutil.rmtree(child) if child.is_dir() and not child.is_symlink() else child.unlink()
+            shutil.copytree(kept / f"node{index}", folder, symlinks=True, dirs_exist_ok=True)
+        shutil.rmtree(kept)
+    if not failed:
+        return (f"--no-sync: the resume without ckpt sync did not fail ({how}): the nodes' disks were not separate, "
+                "so this rehearsal shows nothing of a cluster without shared storage")
+    print(f"rehearse: --no-sync: the resume without ckpt sync failed, as on a cluster without shared storage: {how}",
+          flush=True)
+    print("rehearse: --no-sync: each node's checkpoint folder put back as the save left it; now the fix", flush=True)
+    return ""
