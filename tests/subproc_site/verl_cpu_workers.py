@@ -6,7 +6,6 @@ those tests control the import order (MindSpeed's adaptor must come before Megat
 """
 
 import os
-import socket
 import tempfile
 import types
 
@@ -24,10 +23,12 @@ def tiny_qwen2():
 
 
 def init_distributed():
-    """A one-rank gloo group on a free port, as torchrun would set it up."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    """A one-rank gloo group on a free port, as torchrun would set it up. The port comes from below the kernel's
+    ephemeral range, as every test listener's does (tests/subproc.py): one from bind(0) can be taken by an
+    outgoing connection of a test beside this one before the TCPStore binds it."""
+    from verl_ascend.rehearse.run.cluster import free_ports
+
+    port = free_ports("127.0.0.1", 1)[0]
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK="0", WORLD_SIZE="1", LOCAL_RANK="0")
     torch.distributed.init_process_group("gloo", rank=0, world_size=1)
 
