@@ -414,4 +414,3 @@ def _unsynced_resume(argv, env, cwd, out, timeout, train_log, steps, trainer) ->
         return True, f"{trainer} exit {code}: {error or 'see ' + str(log)}"
     loaded = verdict.judge(train_log, log, steps, False)[0]  # "resume loaded the checkpoint"
     return not loaded.ok, loaded.figure
-

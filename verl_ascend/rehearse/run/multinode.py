@@ -177,7 +177,10 @@ def resume_unsynced(cluster: Cluster, ckpt_dir: Path, out: Path, resume) -> str:
         for index in range(cluster.nnodes):
             folder = cluster.node_copy(index, ckpt_dir)
             for child in list(folder.iterdir()):
-                shutil.rmtree(child) if child.is_dir() and not child.is_symlink() else child.unlink()
+                if child.is_dir() and not child.is_symlink():
+                    shutil.rmtree(child)
+                else:
+                    child.unlink()
             shutil.copytree(kept / f"node{index}", folder, symlinks=True, dirs_exist_ok=True)
         shutil.rmtree(kept)
     if not failed:
