@@ -410,7 +410,8 @@ def _unsynced_resume(argv, env, cwd, out, timeout, train_log, steps, trainer) ->
     log = out / "console_unsynced.log"
     print(f"rehearse: resume without ckpt sync: {trainer} to step {steps + 1}; log {log}", flush=True)
     code, _, error = runner.run(argv, env, cwd, log, timeout, "unsynced", said=[], namespace=[], left=[])
+    named = f" (`verl-ascend diagnose {train_log} {log}` names the cause and the fix)"
     if code != 0:
-        return True, f"{trainer} exit {code}: {error or 'see ' + str(log)}"
+        return True, f"{trainer} exit {code}: {error or 'see ' + str(log)}{named}"
     loaded = verdict.judge(train_log, log, steps, False)[0]  # "resume loaded the checkpoint"
-    return not loaded.ok, loaded.figure
+    return not loaded.ok, loaded.figure + (named if not loaded.ok else "")
