@@ -20,6 +20,8 @@ DISPATCH = "rollout dispatch "
 # the launcher's line when it planted a fault, and the verdict's words for a node that died
 FAULT_PLANTED = "fault planted: "
 NODE_DIED = "died mid-step"
+# a rank's digest of its weights after a checkpoint save or load (the verdict compares them; not about the plugin)
+WEIGHTS = "weights of "
 
 # a process of the loop says where it runs and what it holds (one line per role and node)
 NODE_LINE = re.compile(r"^node (\S+): (.+?): device (\S+), platform (\S+); settings ?(.*)$")

@@ -341,7 +341,7 @@ def _rehearse(options, recipe, launch, out, ckpt_dir, work, model_dir, started, 
         return 0
     if options.supervise:  # the training under the supervisor, a fault planted: its relaunch is the resume
         return supervised.run(options, argv + base + [f"hydra.run.dir={out / 'hydra'}"], env, run_cwd, out, ckpt_dir,
-                              plan_mod.is_true(overrides, "actor_rollout_ref.actor.use_kl_loss"), cluster, _print_logs_table)
+                              cluster, _print_logs_table)
     for label, last_step, overrides_run in phases:
         log = out / ("console.log" if label == "train" else "console_resume.log")
         where = f"{nnodes} Ray nodes x {nproc}" if nnodes > 1 else str(nproc)
@@ -379,7 +379,7 @@ def _rehearse(options, recipe, launch, out, ckpt_dir, work, model_dir, started, 
     from verl_ascend.rehearse.verdict import checks as verdict
     from verl_ascend.rehearse.verdict import nodes as verdict_nodes
 
-    checks = verdict.judge(logs[0], logs[1], steps, plan_mod.is_true(overrides, "actor_rollout_ref.actor.use_kl_loss"))
+    checks = verdict.judge(logs[0], logs[1], steps)
     print(verdict.summary(checks))
     print("the plugin inside the loop, as its processes said it (console*.log, lines '" + runner.SAID + "'):")
     print("\n".join(f"  {line}" for line in said) if said else
@@ -413,5 +413,5 @@ def _unsynced_resume(argv, env, cwd, out, timeout, train_log, steps, trainer) ->
     named = f" (`verl-ascend diagnose {train_log} {log}` names the cause and the fix)"
     if code != 0:
         return True, f"{trainer} exit {code}: {error or 'see ' + str(log)}{named}"
-    loaded = verdict.judge(train_log, log, steps, False)[0]  # "resume loaded the checkpoint"
+    loaded = verdict.judge(train_log, log, steps)[0]  # "resume loaded the checkpoint"
     return not loaded.ok, loaded.figure + (named if not loaded.ok else "")

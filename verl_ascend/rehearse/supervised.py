@@ -18,8 +18,8 @@ evidence and timeline). The fault reaches the loop through the attempt's environ
   ``--steps 2`` the damaged step is the only one: stop (exit 93) naming the file.
 
 Where the run finished after a relaunch, the loop is judged as after the plain rehearsal's resume
-(``verdict/checks.py``: the relaunch loaded the checkpoint and went on from the next step, grad norms, KL, the
-weight sync), from the first and the last attempt's consoles. The rehearsal exits 0 when the supervisor did what
+(``verdict/checks.py``: the relaunch loaded the checkpoint and went on from the next step, grad norms, the weights
+it loaded and moved, the weight sync), from the first and the last attempt's consoles. The rehearsal exits 0 when the supervisor did what
 the table says and the loop's checks pass, 1 otherwise; each check is printed.
 """
 
@@ -124,8 +124,7 @@ def expected(kind: str, rep, steps: int = 2) -> list:
     return checks
 
 
-def run(options, command: list, env: dict, cwd: str, out: Path, ckpt_dir: Path, kl_loss: bool, cluster,
-        print_logs) -> int:
+def run(options, command: list, env: dict, cwd: str, out: Path, ckpt_dir: Path, cluster, print_logs) -> int:
     """The supervised rehearsal; 0 when the supervisor and the loop did what the fault asks, else 1. ``print_logs``:
     the rehearsal's `verl-ascend logs` report of console logs (rehearsal.py)."""
     from verl_ascend.rehearse.run import trainer as runner
@@ -156,7 +155,7 @@ def run(options, command: list, env: dict, cwd: str, out: Path, ckpt_dir: Path, 
     if rep.exit == decide.EXIT_DONE and len(rep.attempts) > 1:
         first, last = rep.attempts[0], rep.attempts[-1]
         resumed = (last.first_step or 1) - 1
-        checks += verdict.judge(Path(first.log), Path(last.log), resumed, kl_loss, last=options.steps)
+        checks += verdict.judge(Path(first.log), Path(last.log), resumed, last=options.steps)
         print_logs([Path(a.log) for a in rep.attempts if os.path.getsize(a.log)], out)
     print("the supervisor and the loop, judged:\n" + "\n".join(c.line() for c in checks))
     bad = verdict.failed(checks)

@@ -168,6 +168,34 @@ def _validation_line(kind: str, path, before: dict, elapsed: float = 0.0) -> str
             f"{calls} call(s), {seconds:.3f} s{share} ({parts})")
 
 
+def weights_digest(model) -> str:
+    """A digest of the parameters this rank holds (``model``: a module, or Megatron's list of model chunks): each
+    local tensor's name and bytes, in order. Equal digests at a save and at the load of the same step on the same
+    rank mean the load brought back exactly what was saved; a digest is never compared across ranks or layouts."""
+    import hashlib
+
+    import torch
+
+    digest, values = hashlib.blake2b(digest_size=8), 0
+    for chunk in model if isinstance(model, (list, tuple)) else [model]:
+        for name, param in chunk.named_parameters():
+            tensor = param.detach()
+            tensor = tensor.to_local() if hasattr(tensor, "to_local") else tensor  # FSDP2's DTensor: this rank's shard
+            tensor = tensor.cpu().contiguous().reshape(-1)
+            digest.update(name.encode())
+            digest.update(tensor.view(torch.uint8).numpy().tobytes())
+            values += tensor.numel()
+    return f"{digest.hexdigest()} ({values} values)"
+
+
+def weights_line(kind: str, path, model) -> str:
+    """``weights of ROLE rank R after KIND (global_step_N): DIGEST (V values)``: what verdict/checks.py compares.
+    ROLE is the checkpoint folder's own name (``actor``, ``critic``)."""
+    path = str(path).rstrip("/")
+    step = os.path.basename(os.path.dirname(path))
+    return f"{runlog.WEIGHTS}{os.path.basename(path)} rank {_rank()} after {kind} ({step}): {weights_digest(model)}"
+
+
 def _reporting(kind: str):
     def make(original):
         def method(self, local_path, *args, **kwargs):
@@ -185,6 +213,11 @@ def _reporting(kind: str):
                     say(_validation_line(kind, local_path, before, elapsed))
                 except Exception as exc:
                     say(f"could not count the checkpoint checks ({type(exc).__name__}: {exc})")
+            if getattr(self, "model", None) is not None:
+                try:
+                    say(weights_line(kind, local_path, self.model))
+                except Exception as exc:
+                    say(f"could not digest the weights after {kind} ({type(exc).__name__}: {exc})")
             return result
 
         return method
@@ -193,7 +226,8 @@ def _reporting(kind: str):
 
 
 def watch_checkpoints(module) -> str:
-    """Wrap the checkpoint manager's save/load: each says what ckpt_validation did during it."""
+    """Wrap the checkpoint manager's save/load: each says what ckpt_validation did during it, and a digest of the
+    weights the rank holds after it (:func:`weights_line`)."""
     from verl_ascend.core.marks import wrap
 
     names = [n for n in ("MegatronCheckpointManager", "FSDPCheckpointManager") if isinstance(getattr(module, n, None), type)]

@@ -217,7 +217,7 @@ def _run_once(argv, env, cwd, log_path, timeout, label, out, said, namespace_out
                           flush=True)
                 elif SAID in text:
                     line_said = PID.sub("", text[text.index(SAID) + len(SAID):]).strip()
-                    if said is not None and line_said not in said:
+                    if said is not None and line_said not in said and not line_said.startswith(runlog.WEIGHTS):
                         said.append(line_said)
                         print(f"  [{label} {time.time() - started:4.0f}s] {line_said[:300]}", file=out, flush=True)
                 elif any(word in text for word in SHOWN[1:4]):

@@ -12,9 +12,14 @@ step as fast as a working one. What each check reads, all from main_ppo's own co
   that varies inside every group (:mod:`.reward`), so GRPO's advantages are never all 0 here: a zero
   gradient is a broken update (a loss detached from the weights, a mask that hides every token,
   gradients lost between ranks), not a constant reward.
-- kl_loss, when the recipe uses a KL loss: ``actor/kl_loss`` > 0 at the resumed step. The reference is
-  the initial model; after ``steps`` updates the actor differs from it, so a resume that reloaded the
-  initial weights instead of the checkpoint reads 0 again.
+- weights: each rank of each checkpointed role (actor, critic) says a digest of the parameters it holds after
+  every checkpoint save and load (``loop/report.py``: ``weights of ROLE rank R after KIND (global_step_N)``). The
+  resume's digest after loading step ``steps`` equals the one that rank had when it saved that step (the resume
+  brought back exactly the trained weights, not the initial ones, and not part of them), and the digest at the
+  resumed run's next save differs from it on every rank (the resumed update moved the weights). This replaced
+  ``actor/kl_loss`` > 0 at the resumed step, which could not say it: verl computes the log-probs in bf16, where
+  near log p = -12 one step is 1/16, so a tiny model one update away from its reference can log a KL of exactly
+  0 (about 1 run in 100 at the KL this rehearsal reaches; docs/rehearse.md).
 - rollout_probs_diff: ``training/rollout_probs_diff_max`` (verl's comparison of the rollout's log-probs
   with the actor's for the same tokens) below :data:`PROBS_DIFF_BOUND` at every step where it is
   logged: the updated weights reached the rollout server.
@@ -24,6 +29,7 @@ import dataclasses
 import re
 from pathlib import Path
 
+from verl_ascend.core import runlog
 from verl_ascend.logs.parse import parse_files
 
 # Measured on this project's rehearsals (docs/rehearse.md): ~1e-5 on Megatron, ~1e-4 on FSDP2 (float32 on
@@ -32,6 +38,7 @@ from verl_ascend.logs.parse import parse_files
 PROBS_DIFF_BOUND = 1e-2
 LOADED = re.compile(r"(?:Resuming from|Load from checkpoint folder:)\s*(\S*global_step_(\d+))")
 SCRATCH = "Training from scratch"
+WEIGHTS = re.compile(re.escape(runlog.WEIGHTS) + r"(\w+) rank (\d+) after (save|load)_checkpoint \(global_step_(\d+)\): ([0-9a-f]+)")
 
 
 @dataclasses.dataclass
@@ -48,7 +55,7 @@ def _fmt(value) -> str:
     return "none" if value is None else f"{value:.3g}"
 
 
-def judge(train_log: Path, resume_log: Path, steps: int, kl_loss: bool, last: int = None) -> list:
+def judge(train_log: Path, resume_log: Path, steps: int, last: int = None) -> list:
     """The checks, in the order the summary prints them. ``steps``: the step the resume loads; ``last``: the
     resumed run's last step (default ``steps + 1``: one step after the resume)."""
     train, resumed = parse_files([str(train_log)]), parse_files([str(resume_log)])  # each run on its own
@@ -82,11 +89,7 @@ def judge(train_log: Path, resume_log: Path, steps: int, kl_loss: bool, last: in
                             ", ".join(_fmt(v) for _, v in every) + (f"; not > 0 at {', '.join(bad)}" if bad else "")
                             if every else "no step logged"))
 
-    if kl_loss:
-        kl = resumed.steps.get(steps + 1, {}).get("actor/kl_loss")
-        first = train.steps.get(1, {}).get("actor/kl_loss")
-        checks.append(Check(f"actor/kl_loss > 0 at the resumed step {steps + 1}", kl is not None and kl > 0,
-                            f"{_fmt(kl)} (step 1: {_fmt(first)}, actor = reference there)"))
+    checks += weight_checks(Path(train_log).read_text(errors="replace"), text, steps)
 
     diffs = [(n, m["training/rollout_probs_diff_max"]) for parsed in (train, resumed)
              for n, m in parsed.steps.items() if "training/rollout_probs_diff_max" in m]
@@ -101,6 +104,45 @@ def judge(train_log: Path, resume_log: Path, steps: int, kl_loss: bool, last: in
     return checks
 
 
+def digests(text: str) -> dict:
+    """``{(kind, step, role, rank): digest}`` from the weights lines of a console log (``kind``: save or load)."""
+    return {(kind, int(step), role, int(rank)): digest for role, rank, kind, step, digest in WEIGHTS.findall(text)}
+
+
+def _ranks(keys) -> str:
+    roles = sorted({role for role, _ in keys})
+    return "; ".join(f"{role} rank(s) {', '.join(str(r) for x, r in sorted(keys) if x == role)}" for role in roles)
+
+
+def weight_checks(train_text: str, resume_text: str, steps: int) -> list:
+    """The two checks on the weights' digests: the resume loaded what step ``steps`` saved, rank by rank; the
+    resumed run's next save holds other weights on every rank."""
+    saved, resumed = digests(train_text), digests(resume_text)
+    at = lambda found, kind, step: {key[2:]: d for key, d in found.items() if key[:2] == (kind, step)}  # noqa: E731
+    before, loaded, after = at(saved, "save", steps), at(resumed, "load", steps), at(resumed, "save", steps + 1)
+    name = f"resume loaded the weights global_step_{steps} saved"
+    if not loaded:
+        checks = [Check(name, False, f"the resumed run's log has no weights line after a load of global_step_{steps}")]
+    else:
+        differ = [k for k, d in loaded.items() if before.get(k) != d]
+        figure = (f"{_ranks(loaded)}: each rank's digest after the load equals its digest at the save"
+                  if not differ else f"{_ranks(differ)}: " + "; ".join(
+                      f"{role} rank {rank} loaded {loaded[(role, rank)]}, saved "
+                      f"{before.get((role, rank), 'nothing (no weights line at the save)')}" for role, rank in differ))
+        checks = [Check(name, not differ, figure)]
+    name = f"the resumed update moved the weights (global_step_{steps + 1} against global_step_{steps})"
+    same = [k for k in loaded if after.get(k) == loaded[k]]
+    unsaid = [k for k in loaded if k not in after]
+    if not loaded or unsaid:
+        figure = (f"no weights line at the save of global_step_{steps + 1} for {_ranks(unsaid)}" if loaded else
+                  "nothing loaded to compare with")
+        checks.append(Check(name, False, figure))
+    else:
+        checks.append(Check(name, not same, f"unchanged on {_ranks(same)}" if same else
+                            f"{_ranks(loaded)}: every rank's digest changed"))
+    return checks
+
+
 def summary(checks) -> str:
     return "\n".join(["the loop, judged from its own logs:"] + [c.line() for c in checks])
 
@@ -110,14 +152,17 @@ def failed(checks) -> list:
 
 
 # What a failed check means here, and where to look (the learning signal is the rehearsal's own: see above).
-ADVICE = {
+ADVICE = {  # the first key found in a check's name picks its advice
+    "loaded the weights": "a rank holds other weights after the resume's load than it saved: the load brought back "
+                          "the initial weights or part of the checkpoint (a shard of another rank, a folder some "
+                          "node changed); see console_resume.log's load lines and `verl-ascend ckpt check DIR/checkpoints`",
+    "moved the weights": "the resumed step's update left a rank's weights as loaded: the optimizer step did not run "
+                         "there, or ran with a learning rate of 0; see the step line's actor/lr and actor/grad_norm",
     "resume": "the second run did not continue from the checkpoint the first one wrote; see console_resume.log "
               "and `verl-ascend ckpt check DIR/checkpoints`",
     "grad_norm": "a zero gradient, although the rehearsal's reward term varies inside every group, means the update "
                  "itself is broken (a loss detached from the weights, a response mask hiding every token, gradients "
                  "lost between ranks); see console.log around the step lines",
-    "kl_loss": "the actor equals the reference at the resumed step: the resume loaded the initial weights, not the "
-               "trained ones (or the update never changed them)",
     "rollout_probs_diff": "the rollout's log-probs differ from the actor's: the updated weights did not reach the "
                           "rollout server (the weight sync), or the two compute different models",
 }
