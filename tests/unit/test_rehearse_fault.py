@@ -27,3 +27,26 @@ def test_the_fault_waits_for_the_checkpoint_step_it_is_told():
     assert fault.wanted(fault.env("kill-worker", "/ck", 2)) == ("kill-worker", "/ck", 2)
     assert fault.wanted({var: "worker-node@after-step-1"}) is None  # the node fault is cluster.py's
     assert fault.wanted({}) is None
+
+
+def test_the_hang_checks_show_the_stopped_ranks_line_and_fail_without_one(tmp_path):
+    from types import SimpleNamespace
+
+    from verl_ascend.rehearse import supervised
+    from verl_ascend.supervise import decide
+
+    # an evidence summary as supervise writes it: the stopped rank's line, then the others (the last line is not it)
+    (tmp_path / "summary.txt").write_text(
+        "pid 11 (ray::WorkerDict.actor_rollout_ref_update_actor) is STOPPED (state T), at optimizer_step (x.py:1)\n"
+        "pid 12 (ray::WorkerDict.actor_rollout_ref_update_actor) waits in all_reduce (torch/distributed/c.py:3)\n"
+        "pid 13 (python) is elsewhere: LogFileInfo.reopen_if_necessary (ray/_private/log_monitor.py:83)\n")
+    first = SimpleNamespace(retry_class=decide.TRANSIENT, decision=decide.RETRY, detected="hang", family="hang",
+                            detection_latency_s=28.1, evidence=str(tmp_path))
+    hang = SimpleNamespace(code="hang", details={"elapsed_s": 30.0, "budget_s": 30.0}, message="step 2: 30 s")
+    rep = SimpleNamespace(attempts=[first, SimpleNamespace()], findings=[hang], exit=decide.EXIT_DONE, state="done",
+                          reason="finished at step 2")
+    named = next(c for c in supervised.expected("hang-rank", rep) if c.name == "the evidence names the stopped rank")
+    assert named.ok and named.figure.startswith("pid 11 (ray::WorkerDict") and "STOPPED" in named.figure
+    (tmp_path / "summary.txt").write_text("pid 13 (python) is elsewhere: LogFileInfo.reopen_if_necessary\n")
+    named = next(c for c in supervised.expected("hang-rank", rep) if c.name == "the evidence names the stopped rank")
+    assert not named.ok and named.figure.startswith("pid 13 (python)")

@@ -119,8 +119,9 @@ def expected(kind: str, rep, steps: int = 2) -> list:
         checks.append(Check("the hang was called within its budget + the quiet window",
                             bool(hang and hang.details["elapsed_s"] <= hang.details["budget_s"] + QUIET_S + 30),
                             hang.message if hang else "no hang finding"))
+        lines = text.strip().splitlines() or ["no summary.txt"]  # the figure: the stopped rank's line, else the last
         checks.append(Check("the evidence names the stopped rank", "STOPPED" in text,
-                            (text.strip().splitlines() or ["no summary.txt"])[-1][:300]))
+                            next((line for line in lines if "STOPPED" in line), lines[-1])[:300]))
     return checks
 
 
