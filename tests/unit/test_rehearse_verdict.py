@@ -90,6 +90,16 @@ def test_a_resumed_update_that_left_the_weights_as_loaded_fails(tmp_path):
     assert any("learning rate of 0" in advice for advice in verdict.advice(checks))
 
 
+def test_a_rank_that_saved_but_did_not_load_fails_named(tmp_path):
+    text = RESUME.read_text()
+    resume = tmp_path / "resume.log"
+    resume.write_text("".join(line for line in text.splitlines(keepends=True)
+                              if "actor rank 1 after load_checkpoint" not in line))
+    checks = verdict.judge(TRAIN, resume, 2)
+    assert [c.name for c in verdict.failed(checks)] == ["resume loaded the weights global_step_2 saved"]
+    assert "no load on actor rank(s) 1, which saved it" in verdict.summary(checks)
+
+
 def test_logs_without_weights_lines_fail_the_weight_checks_saying_so(tmp_path):
     resume = tmp_path / "resume.log"
     resume.write_text("".join(line for line in RESUME.read_text().splitlines(keepends=True) if "weights of" not in line))

@@ -19,8 +19,8 @@ evidence and timeline). The fault reaches the loop through the attempt's environ
 
 Where the run finished after a relaunch, the loop is judged as after the plain rehearsal's resume
 (``verdict/checks.py``: the relaunch loaded the checkpoint and went on from the next step, grad norms, the weights
-it loaded and moved, the weight sync), from the first and the last attempt's consoles. The rehearsal exits 0 when the supervisor did what
-the table says and the loop's checks pass, 1 otherwise; each check is printed.
+it loaded and moved, the weight sync), from the first and the last attempt's consoles. The rehearsal exits 0 when
+the supervisor did what the table says and the loop's checks pass, 1 otherwise; each check is printed.
 """
 
 import os

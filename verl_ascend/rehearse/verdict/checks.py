@@ -38,7 +38,8 @@ from verl_ascend.logs.parse import parse_files
 PROBS_DIFF_BOUND = 1e-2
 LOADED = re.compile(r"(?:Resuming from|Load from checkpoint folder:)\s*(\S*global_step_(\d+))")
 SCRATCH = "Training from scratch"
-WEIGHTS = re.compile(re.escape(runlog.WEIGHTS) + r"(\w+) rank (\d+) after (save|load)_checkpoint \(global_step_(\d+)\): ([0-9a-f]+)")
+WEIGHTS = re.compile(re.escape(runlog.WEIGHTS) + r"(\w+) rank (\d+) after (save|load)_checkpoint "
+                     r"\(global_step_(\d+)\): ([0-9a-f]+)")
 
 
 @dataclasses.dataclass
@@ -114,22 +115,27 @@ def _ranks(keys) -> str:
     return "; ".join(f"{role} rank(s) {', '.join(str(r) for x, r in sorted(keys) if x == role)}" for role in roles)
 
 
+def _at(found: dict, kind: str, step: int) -> dict:
+    return {key[2:]: digest for key, digest in found.items() if key[:2] == (kind, step)}
+
+
 def weight_checks(train_text: str, resume_text: str, steps: int) -> list:
-    """The two checks on the weights' digests: the resume loaded what step ``steps`` saved, rank by rank; the
-    resumed run's next save holds other weights on every rank."""
+    """The two checks on the weights' digests: every rank that saved step ``steps`` loaded exactly that in the
+    resume; the resumed run's next save holds other weights on every rank."""
     saved, resumed = digests(train_text), digests(resume_text)
-    at = lambda found, kind, step: {key[2:]: d for key, d in found.items() if key[:2] == (kind, step)}  # noqa: E731
-    before, loaded, after = at(saved, "save", steps), at(resumed, "load", steps), at(resumed, "save", steps + 1)
+    before, loaded, after = _at(saved, "save", steps), _at(resumed, "load", steps), _at(resumed, "save", steps + 1)
     name = f"resume loaded the weights global_step_{steps} saved"
+    differ = [k for k, d in loaded.items() if before.get(k) != d]
+    unloaded = [k for k in before if k not in loaded]
     if not loaded:
-        checks = [Check(name, False, f"the resumed run's log has no weights line after a load of global_step_{steps}")]
+        figure = f"the resumed run's log has no weights line after a load of global_step_{steps}"
+    elif differ or unloaded:
+        figure = "; ".join([f"{role} rank {rank} loaded {loaded[(role, rank)]}, saved "
+                            f"{before.get((role, rank), 'nothing (no weights line at the save)')}" for role, rank in differ]
+                           + ([f"no load on {_ranks(unloaded)}, which saved it"] if unloaded else []))
     else:
-        differ = [k for k, d in loaded.items() if before.get(k) != d]
-        figure = (f"{_ranks(loaded)}: each rank's digest after the load equals its digest at the save"
-                  if not differ else f"{_ranks(differ)}: " + "; ".join(
-                      f"{role} rank {rank} loaded {loaded[(role, rank)]}, saved "
-                      f"{before.get((role, rank), 'nothing (no weights line at the save)')}" for role, rank in differ))
-        checks = [Check(name, not differ, figure)]
+        figure = f"{_ranks(loaded)}: each rank's digest after the load equals its digest at the save"
+    checks = [Check(name, bool(loaded) and not differ and not unloaded, figure)]
     name = f"the resumed update moved the weights (global_step_{steps + 1} against global_step_{steps})"
     same = [k for k in loaded if after.get(k) == loaded[k]]
     unsaid = [k for k in loaded if k not in after]
