@@ -106,3 +106,34 @@ def test_the_attempt_is_ended_on_each_node_by_its_mark_and_a_silent_node_is_name
     assert list(relaunch.unreachable(silent)) == ["127.0.0.9"]
     assert cli.main(["supervise", "--run-dir", opts.run_dir, "--nodes", "127.0.0.1", "127.0.0.9", "--ssh", opts.ssh,
                      "--", "true"]) == decide.EXIT_BAD_INPUT
+
+
+def test_before_a_hang_is_called_the_other_node_is_asked_for_its_cpu_and_a_working_rank_holds_it_back(two_nodes):
+    from verl_ascend.core import runlog
+    from verl_ascend.supervise import detect, evidence_nodes, timeline
+
+    opts, _, _ = two_nodes
+    mark = marks.Mark("VERL_ASCEND_SUPERVISE_RUN", f"test-{os.getpid()}-{time.time_ns()}")
+    env = {**clean_env(), **mark.env()}
+    node1 = {**env, runlog.NODE_VAR: "1"}  # what node 1's processes carry in a rehearsal on one host (nodeshell)
+    burn = "while True: pass"
+    started = [subprocess.Popen([sys.executable, "-c", code], env=e, start_new_session=True)
+               for code, e in ((burn, node1), ("import time; time.sleep(120)", node1), (burn, env))]  # the last: head's
+    budgets = detect.Budgets(floor=1, quiet=5, cpu_busy=0.1)
+    found = detect.hang(timeline.recorded(["Training from scratch"], every=1.0, now=9999.0), budgets)
+    try:
+        got = evidence_nodes.cpu_elsewhere(opts, str(mark), sample=1.0)
+        rates = {p["pid"]: p.get("cpu_rate") for p in got["127.0.0.2"]["processes"]}
+        assert set(rates) == {started[0].pid, started[1].pid}, got  # node 1's own, not the head's burner
+        assert rates[started[0].pid] >= 0.1 and rates[started[1].pid] < 0.1, rates
+        held, said = evidence_nodes.weigh_hang(opts, found, str(mark), budgets, sample=1.0)
+        assert held is None and f"127.0.0.2: pid {started[0].pid} (python) uses " in said, said
+        assert said.endswith("; looking again in 5 s"), said
+        started[0].kill()
+        started[0].wait()
+        confirmed, said = evidence_nodes.weigh_hang(opts, found, str(mark), budgets, sample=1.0)
+        assert said == "" and confirmed.message.endswith("; no process of the run busy on 127.0.0.2 either"), confirmed
+    finally:
+        for proc in started:
+            proc.kill()
+            proc.wait()

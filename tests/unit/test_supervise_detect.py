@@ -137,3 +137,22 @@ def test_a_snapshot_survives_its_json_form():
     snap.cpu = [(1.0, {7: 2.0})]
     again = timeline.Snapshot.from_dict(snap.as_dict())
     assert again == snap
+
+
+def test_a_hang_the_head_sees_is_held_back_while_a_rank_works_on_another_node():
+    budget = detect.SAFETY_FACTOR * LONGEST
+    found = detect.hang(run(at=60.0 + budget + 1))
+    # the other nodes' answers as `python -m verl_ascend.supervise.evidence --cpu-only` gives them
+    working = {"node1": {"processes": [{"pid": 7, "name": "ray::WorkerDict", "state": "R", "cpu_rate": 0.97},
+                                       {"pid": 8, "name": "raylet", "state": "S", "cpu_rate": 0.01}]},
+               "node2": {"processes": [{"pid": 9, "name": "ray::WorkerDict", "state": "S", "cpu_rate": 0.0}]}}
+    assert detect.busy_elsewhere(working, 0.5) == {"node1": [(7, "ray::WorkerDict", 0.97)]}
+    assert detect.confirm_hang(found, working, 0.5) is None  # the phase goes on over there
+    quiet = {"node1": {"processes": [{"pid": 7, "name": "ray::WorkerDict", "state": "S", "cpu_rate": 0.02},
+                                     {"pid": 10, "name": "gone"}]},  # a process gone during the sample: no rate
+             "node2": {"error": "ssh: connect to host node2 port 22: No route to host — fix: ..."}}
+    confirmed = detect.confirm_hang(found, quiet, 0.5)
+    assert confirmed.code == "hang" and confirmed.message.startswith(found.message)
+    assert confirmed.message.endswith("; no process of the run busy on node1 either; not reached: node2")
+    assert confirmed.details["other_nodes"] == {"quiet": ["node1"], "not_reached": {"node2": quiet["node2"]["error"]}}
+    assert detect.confirm_hang(found, {}, 0.5) is found  # one node: the head's evidence is all there is

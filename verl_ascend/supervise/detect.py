@@ -7,7 +7,8 @@
   without a new step line: the supervisor does not sit out verl's own waits (TransferQueue's 3 x 200 s on a dead
   node's storage unit).
 - :func:`hang` — a step (or the start-up) over its budget, and nothing moved over the quiet window: no console
-  line, no process of the run busy, no checkpoint byte written.
+  line, no process of the run busy, no checkpoint byte written; on a cluster, :func:`confirm_hang` then weighs the
+  other nodes' CPU (a rank may compute there while the head's processes wait for it).
 - :func:`exited` — a non-zero exit; an exit 0 before the last step (verl issue 7401: a resume at an epoch
   boundary exits 0 having trained nothing).
 - :func:`health` — NaN / inf losses and ``logs``' health flags; a warning, an error only for ``--stop-on``.
@@ -172,6 +173,38 @@ def hang(snap: timeline.Snapshot, budgets: Budgets = None, history=(), startup_s
                    f"in the last {quiet:.0f} s", code="hang", where={"time": snap.now},
                    details={"family": "hang", "phase": phase, "elapsed_s": round(elapsed, 1), "budget_s": round(budget, 1),
                             "budget_from": how, "quiet_s": quiet, "moved": moved, "failed_at": last})
+
+
+def busy_elsewhere(others: dict, cpu_busy: float) -> dict:
+    """{node: [(pid, name, cores)]} of the other nodes' processes of the run that used at least ``cpu_busy`` cores
+    over their sample (``others``: :func:`.evidence_nodes.cpu_elsewhere`'s answer)."""
+    found = {}
+    for node, got in others.items():
+        hot = [(p["pid"], p.get("name", "?"), p["cpu_rate"]) for p in got.get("processes", ())
+               if (p.get("cpu_rate") or 0) >= cpu_busy]
+        if hot:
+            found[node] = sorted(hot, key=lambda x: -x[2])
+    return found
+
+
+def confirm_hang(found: Finding, others: dict, cpu_busy: float):
+    """The head's hang ``found``, weighed with the other nodes' CPU (``others``: {node: {processes} or {error}}):
+    None when a process of the run works on another node (the phase goes on there; the head's processes wait for
+    it), else the finding with what the other nodes showed added to its message and details. A node not reached
+    does not hold the call back: it is named, and the relaunch's own steps decide what it means."""
+    if busy_elsewhere(others, cpu_busy):
+        return None
+    if not others:
+        return found
+    reached = [n for n, got in others.items() if "error" not in got]
+    silent = {n: got["error"] for n, got in others.items() if "error" in got}
+    said = []
+    if reached:
+        said.append(f"no process of the run busy on {', '.join(reached)} either")
+    if silent:
+        said.append(f"not reached: {', '.join(silent)}")
+    details = {**found.details, "other_nodes": {"quiet": reached, "not_reached": silent}}
+    return dataclasses.replace(found, message=f"{found.message}; {'; '.join(said)}", details=details)
 
 
 def exited(snap: timeline.Snapshot, total_steps: int = None, tracker_step: int = None):

@@ -198,10 +198,9 @@ def other_logs(since: float) -> list:
     return [p for _, p in sorted(found, reverse=True)[:MAX_OTHER_LOGS]]
 
 
-def collect(pids, budget: float = DUMP_BUDGET, sample: float = CPU_SAMPLE) -> tuple:
-    """(states, py-spy's path or None): each process's :func:`proc_state`, ``cpu_rate`` (cores used over ``sample``
-    s), ``top`` (where it is, or None), ``stack`` ('read', 'not read: why', 'py-spy not installed') and ``text`` (the
-    dump, or why there is none). Every dump ends within ``budget`` s."""
+def collect_cpu(pids, sample: float = CPU_SAMPLE) -> list:
+    """Each process's :func:`proc_state` with ``cpu_rate``: the cores it used over ``sample`` s (absent for a process
+    gone or replaced meanwhile)."""
     states = [proc_state(pid) for pid in pids]
     if sample and any("cpu_s" in s for s in states):
         time.sleep(sample)
@@ -209,6 +208,14 @@ def collect(pids, budget: float = DUMP_BUDGET, sample: float = CPU_SAMPLE) -> tu
             again = info.read(s["pid"]) if "cpu_s" in s else None
             if again and again["start"] == s["start"]:
                 s["cpu_rate"] = round((again["cpu_s"] - s["cpu_s"]) / sample, 2)
+    return states
+
+
+def collect(pids, budget: float = DUMP_BUDGET, sample: float = CPU_SAMPLE) -> tuple:
+    """(states, py-spy's path or None): :func:`collect_cpu`'s states with ``top`` (where it is, or None), ``stack``
+    ('read', 'not read: why', 'py-spy not installed') and ``text`` (the dump, or why there is none). Every dump ends
+    within ``budget`` s."""
+    states = collect_cpu(pids, sample)
     tool = info.py_spy()
     dumps, end = {}, time.monotonic() + budget
     if tool:
@@ -303,6 +310,10 @@ def main(argv=None) -> int:
     p.add_argument("--mark", required=True, help="VAR=value: the run's mark (its processes carry it)")
     p.add_argument("--since", type=float, default=time.time() - 3600, help="logs written since (epoch s)")
     p.add_argument("--budget", type=float, default=DUMP_BUDGET, help="s for all py-spy dumps")
+    p.add_argument("--cpu-only", action="store_true",
+                   help="only each process's state and CPU rate over --sample s: no stacks, no logs (what supervise "
+                        "asks the other nodes before it calls a hang)")
+    p.add_argument("--sample", type=float, default=CPU_SAMPLE, help="s between the two reads of each process's CPU time")
     args = p.parse_args(argv)
     var, _, value = args.mark.partition("=")
     if not var or not value:
@@ -310,7 +321,15 @@ def main(argv=None) -> int:
         return 2
     from verl_ascend.proc import marks
 
-    states, tool = collect(on_this_node(marks.marked(marks.Mark(var, value))), budget=args.budget)
+    if args.sample <= 0:
+        print(f"--sample {args.sample:g}: the CPU rate needs a window of more than 0 s", file=sys.stderr)
+        return 2
+    pids = on_this_node(marks.marked(marks.Mark(var, value)))
+    if args.cpu_only:
+        states = collect_cpu(pids, args.sample)
+        print(json.dumps({"host": os.uname().nodename, "node": os.environ.get(runlog.NODE_VAR, ""), "processes": states}))
+        return 0
+    states, tool = collect(pids, budget=args.budget, sample=args.sample)
     logs = [{"path": path, "lines": _tail(path, OTHER_LOG_LINES)} for path in other_logs(args.since)]
     print(json.dumps({"host": os.uname().nodename, "node": os.environ.get(runlog.NODE_VAR, ""), "pyspy": tool,
                       "ptrace_scope": info.ptrace_scope(), "processes": states, "logs": logs}))

@@ -1,4 +1,5 @@
-"""The evidence of the other nodes: each runs :mod:`.evidence`'s gatherer over the ssh command of ``--ssh``.
+"""The evidence of the other nodes: each runs :mod:`.evidence`'s gatherer over the ssh command of ``--ssh``; and,
+before a hang is called, only their processes' CPU rates (:func:`cpu_elsewhere`).
 
 Every node after the head (``--nodes``, head first; the supervisor runs on the head and reads its own ``/proc``)
 runs ``python -m verl_ascend.supervise.evidence --mark VAR=value --since T --budget S``, the way ``ckpt sync`` and
@@ -20,10 +21,14 @@ BUDGET = 60.0    # s the node's gatherer may spend on py-spy dumps
 TIMEOUT = 120.0  # s for the whole ssh call (the budget, the CPU sample, Python's start, the transfer)
 
 
-def command(options, mark: str, since: float, budget: float = BUDGET) -> str:
-    """The script run on a node."""
+CPU_TIMEOUT = 30.0  # s for a node's CPU sample (Python's start, the sample, the transfer)
+
+
+def command(options, mark: str, since: float, budget: float = BUDGET, cpu_only: float = None) -> str:
+    """The script run on a node; ``cpu_only``: only the CPU rates, over that many seconds."""
+    extra = ["--cpu-only", "--sample", f"{cpu_only:g}"] if cpu_only else []
     return shlex.join([options.remote_python or sys.executable, "-m", "verl_ascend.supervise.evidence", "--mark", mark,
-                       "--since", f"{since:.0f}", "--budget", f"{budget:g}"])
+                       "--since", f"{since:.0f}", "--budget", f"{budget:g}"] + extra)
 
 
 def parse(code: int, out: bytes, err: bytes) -> dict:
@@ -41,10 +46,11 @@ def parse(code: int, out: bytes, err: bytes) -> dict:
                      "or pass --remote-python with its python"}
 
 
-def one(options, node: str, mark: str, since: float, timeout: float = TIMEOUT) -> dict:
+def one(options, node: str, mark: str, since: float, timeout: float = TIMEOUT, cpu_only: float = None) -> dict:
     """One node's evidence (:func:`parse`), or {error} when it cannot be reached or does not answer in time."""
     try:
-        proc = ckpt_nodes.run(options.ssh, ckpt_nodes.parse(node), command(options, mark, since), timeout=timeout)
+        proc = ckpt_nodes.run(options.ssh, ckpt_nodes.parse(node), command(options, mark, since, cpu_only=cpu_only),
+                              timeout=timeout)
     except ckpt_nodes.NodeError as exc:
         return {"error": f"{exc.message} — {exc.fix}"}
     except ValueError as exc:  # not [user@]host[:port]
@@ -70,3 +76,28 @@ def finish(futures: dict) -> dict:
         except Exception as exc:  # an error of ours must not cost the head's evidence
             found[node] = {"error": f"{type(exc).__name__}: {exc}"}
     return found
+
+
+def cpu_elsewhere(options, mark: str, sample: float = 2.0) -> dict:
+    """Every node after the head, at once: {node: {processes: [its processes of the run with their cpu_rate]}, or
+    {error}} — what the supervisor asks before it calls a hang (a rank may compute on one node while the head's
+    processes wait for it in a collective, quiet)."""
+    others = list(options.nodes[1:])
+    with ThreadPoolExecutor(max_workers=max(1, len(others))) as pool:
+        futures = {node: pool.submit(one, options, node, mark, 0.0, CPU_TIMEOUT + sample, sample) for node in others}
+    return finish(futures)
+
+
+def weigh_hang(options, found, mark: str, budgets, sample: float = 2.0) -> tuple:
+    """(the hang confirmed by the other nodes' CPU or None, a line to say when it was held back): the glue around
+    :func:`.detect.confirm_hang`."""
+    from . import detect
+
+    others = cpu_elsewhere(options, mark, sample=min(sample, budgets.quiet))
+    confirmed = detect.confirm_hang(found, others, budgets.cpu_busy)
+    if confirmed is not None:
+        return confirmed, ""
+    hot = detect.busy_elsewhere(others, budgets.cpu_busy)
+    return None, (f"{found.message.split(';')[0]}, but the run works on another node: " + "; ".join(
+        f"{node}: pid {pid} ({name}) uses {rate:.2f} core" for node, procs in hot.items() for pid, name, rate in procs[:3])
+        + f"; looking again in {budgets.quiet:.0f} s")

@@ -23,7 +23,7 @@ from verl_ascend.proc import launch as proc_launch
 
 from . import attempt as A
 from . import decide as D
-from . import detect, evidence, launch, relaunch, timeline
+from . import detect, evidence, evidence_nodes, launch, relaunch, timeline
 from . import report as R
 
 KEEP_TAIL = 50          # console lines kept in the live snapshot besides the ones that matter to a detector
@@ -112,7 +112,7 @@ class Supervisor:
         started = attempt.started + self.clock
         snap = timeline.Snapshot(started, time.monotonic())
         tail = follow.Follow(attempt.log)
-        next_ckpt, seen_steps, flagged, deadline_hit = 0.0, 0, set(), False
+        next_ckpt, seen_steps, flagged, deadline_hit, recheck = 0.0, 0, set(), False, 0.0
         ckpt_dir = self.settings.get("default_local_dir")
         while True:
             now = time.monotonic()
@@ -127,7 +127,7 @@ class Supervisor:
                 snap.lines = [x for x in snap.lines[:-KEEP_TAIL] if _interesting(x[1])] + snap.lines[-KEEP_TAIL:]
             code = handle.poll()
             snap.now = now
-            snap.cpu.append((now, evidence.cpu_sample(handle.pids())))
+            snap.cpu.append((now, evidence.cpu_sample(evidence.on_this_node(handle.pids()))))
             snap.cpu = snap.cpu[-200:]
             if ckpt_dir and now >= next_ckpt:
                 snap.ckpt.append((now, relaunch.folder_bytes(ckpt_dir)))
@@ -155,6 +155,12 @@ class Supervisor:
                 return detect.exited(snap, self.settings.get("total_training_steps"), relaunch.local_tracker(self.settings)), snap
             found = detect.live_failure(snap, self.budgets) or detect.hang(snap, self.budgets, self.history,
                                                                              self.startup_seen)
+            if found is not None and found.code == "hang" and len(self.o.nodes) > 1:  # the other nodes' CPU too
+                found, held = (None, "") if now < recheck else evidence_nodes.weigh_hang(self.o, found, attempt.mark,
+                                                                                          self.budgets)
+                if held:
+                    _say(held)
+                    recheck = time.monotonic() + self.budgets.quiet
             if found is not None and not self.o.dry_run:
                 return found, snap
             if found is not None and found.code not in flagged:
