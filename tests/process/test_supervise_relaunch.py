@@ -126,12 +126,12 @@ def test_before_a_hang_is_called_the_other_node_is_asked_for_its_cpu_and_a_worki
         rates = {p["pid"]: p.get("cpu_rate") for p in got["127.0.0.2"]["processes"]}
         assert set(rates) == {started[0].pid, started[1].pid}, got  # node 1's own, not the head's burner
         assert rates[started[0].pid] >= 0.1 and rates[started[1].pid] < 0.1, rates
-        held, said = evidence_nodes.weigh_hang(opts, found, str(mark), budgets, sample=1.0)
+        held, said, wait = evidence_nodes.weigh_hang(opts, found, str(mark), budgets, sample=1.0)
         assert held is None and f"127.0.0.2: pid {started[0].pid} (python) uses " in said, said
-        assert said.endswith("; looking again in 5 s"), said
+        assert said.endswith("; looking again in 5 s") and wait == 5, said
         started[0].kill()
         started[0].wait()
-        confirmed, said = evidence_nodes.weigh_hang(opts, found, str(mark), budgets, sample=1.0)
+        confirmed, said, _ = evidence_nodes.weigh_hang(opts, found, str(mark), budgets, sample=1.0)
         assert said == "" and confirmed.message.endswith("; no process of the run busy on 127.0.0.2 either"), confirmed
     finally:
         for proc in started:

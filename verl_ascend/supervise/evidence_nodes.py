@@ -89,15 +89,16 @@ def cpu_elsewhere(options, mark: str, sample: float = 2.0) -> dict:
 
 
 def weigh_hang(options, found, mark: str, budgets, sample: float = 2.0) -> tuple:
-    """(the hang confirmed by the other nodes' CPU or None, a line to say when it was held back): the glue around
-    :func:`.detect.confirm_hang`."""
+    """(the hang confirmed by the other nodes' CPU or None, a line to say when it was held back, the seconds until it
+    may be weighed again: the quiet window of the head's call): the glue around :func:`.detect.confirm_hang`."""
     from . import detect
 
-    others = cpu_elsewhere(options, mark, sample=min(sample, budgets.quiet))
+    quiet = found.details.get("quiet_s", budgets.quiet)  # the window the head's call used
+    others = cpu_elsewhere(options, mark, sample=min(sample, quiet))
     confirmed = detect.confirm_hang(found, others, budgets.cpu_busy)
     if confirmed is not None:
-        return confirmed, ""
+        return confirmed, "", 0.0
     hot = detect.busy_elsewhere(others, budgets.cpu_busy)
     return None, (f"{found.message.split(';')[0]}, but the run works on another node: " + "; ".join(
         f"{node}: pid {pid} ({name}) uses {rate:.2f} core" for node, procs in hot.items() for pid, name, rate in procs[:3])
-        + f"; looking again in {budgets.quiet:.0f} s")
+        + f"; looking again in {quiet:.0f} s"), quiet

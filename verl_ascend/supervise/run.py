@@ -156,11 +156,11 @@ class Supervisor:
             found = detect.live_failure(snap, self.budgets) or detect.hang(snap, self.budgets, self.history,
                                                                              self.startup_seen)
             if found is not None and found.code == "hang" and len(self.o.nodes) > 1:  # the other nodes' CPU too
-                found, held = (None, "") if now < recheck else evidence_nodes.weigh_hang(self.o, found, attempt.mark,
-                                                                                          self.budgets)
+                found, held, wait = (None, "", 0.0) if now < recheck else evidence_nodes.weigh_hang(
+                    self.o, found, attempt.mark, self.budgets)
                 if held:
                     _say(held)
-                    recheck = time.monotonic() + self.budgets.quiet
+                    recheck = time.monotonic() + wait
             if found is not None and not self.o.dry_run:
                 return found, snap
             if found is not None and found.code not in flagged:
