@@ -170,3 +170,13 @@ def test_on_two_nodes_the_stopped_rank_is_named_on_its_node_and_the_daemons_are_
         "2 of 2 processes wait (Worker.get_objects x2)",
         "pid 14790 (python) waits in Worker.get_objects (ray/_private/worker.py:1007)",
         "pid 14842 (ray::TaskRunnerV1.run) waits in Worker.get_objects (ray/_private/worker.py:1007)"]
+
+
+def test_the_gatherers_cpu_only_answer_is_one_json_line_and_a_window_of_0_s_is_bad_input(capsys):
+    assert evidence.main(["--mark", "VERL_ASCEND_SUPERVISE_RUN=none-such", "--sample", "0"]) == 2
+    assert "--sample 0: the CPU rate needs a window of more than 0 s" in capsys.readouterr().err
+    assert evidence.main(["--mark", "VERL_ASCEND_SUPERVISE_RUN=none-such", "--cpu-only", "--sample", "0.1"]) == 0
+    got = evidence_nodes.parse(0, capsys.readouterr().out.encode(), b"")
+    assert got["processes"] == [] and "logs" not in got and "pyspy" not in got
+    cmd = evidence_nodes.command(supervise_run.Options(run_dir="r"), "A=b", 0.0, cpu_only=2.0)
+    assert cmd.endswith("--cpu-only --sample 2") and " -m verl_ascend.supervise.evidence --mark A=b " in cmd

@@ -19,9 +19,7 @@ from verl_ascend.ckpt import nodes as ckpt_nodes
 
 BUDGET = 60.0    # s the node's gatherer may spend on py-spy dumps
 TIMEOUT = 120.0  # s for the whole ssh call (the budget, the CPU sample, Python's start, the transfer)
-
-
-CPU_TIMEOUT = 30.0  # s for a node's CPU sample (Python's start, the sample, the transfer)
+CPU_TIMEOUT = 30.0  # s for a node's CPU sample besides the sample itself (Python's start, the transfer)
 
 
 def command(options, mark: str, since: float, budget: float = BUDGET, cpu_only: float = None) -> str:
