@@ -127,7 +127,8 @@ class Supervisor:
                 snap.lines = [x for x in snap.lines[:-KEEP_TAIL] if _interesting(x[1])] + snap.lines[-KEEP_TAIL:]
             code = handle.poll()
             snap.now = now
-            snap.cpu.append((now, evidence.cpu_sample(evidence.on_this_node(handle.pids()))))
+            pids = handle.pids()  # with --nodes, this node's only: the others are asked before a hang is called
+            snap.cpu.append((now, evidence.cpu_sample(evidence.on_this_node(pids) if len(self.o.nodes) > 1 else pids)))
             snap.cpu = snap.cpu[-200:]
             if ckpt_dir and now >= next_ckpt:
                 snap.ckpt.append((now, relaunch.folder_bytes(ckpt_dir)))
