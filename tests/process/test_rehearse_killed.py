@@ -2,16 +2,16 @@
 
 The real CLI through the real main_ppo. A rehearsal starts processes by two code paths, both on the process layer
 (verl_ascend/proc): a main_ppo run (``run/trainer.run``: the train and the resume phase) and a shorter step
-(``run/trainer.step``: the conversion of the tiny model before the first run, the per-node ``ckpt check`` /
-``ckpt sync`` between the runs of a multi-node rehearsal). Each phase is hit once its processes live: the
-conversion (shipped 7B Megatron recipe) and the train run once Ray's raylet lives, with both signals; the resume
-(verl's Ascend GRPO-FSDP example on 1 rank, the cheapest run that reaches a resume) with SIGKILL; a node's ``ckpt
-check`` between the runs of a 2-node rehearsal (the same example on 2 nodes: 88 CPU-s alone, against 103 with the
-shipped 32B Megatron recipe, 2026-12-06) with SIGTERM, while the check lives by construction (``SLOW_CKPT_CHECK``). Every process of a rehearsal
-carries ``VERL_ASCEND_REHEARSE_RUN=rh<rehearse's pid>-...``; afterwards none may be alive, found by a scan of /proc
-(any namespace). A stopped rehearse says so only after it looked (exit 128 + 15); a killed one says nothing, and
-the kernel (parent-death signal, PID namespace) does the ending. Cost: ~20 CPU-s a case for the first four, ~80 and
-~90 for the resume and the between-runs case.
+(``run/trainer.step``: the conversion of the tiny model before the first run, the per-node ``ckpt check`` / ``ckpt
+sync`` between the runs of a multi-node rehearsal). Each phase is hit once its processes live: the conversion
+(shipped 7B Megatron recipe) and the train run once Ray's raylet lives, with both signals; the resume (verl's Ascend
+GRPO-FSDP example on 1 rank, the cheapest run that reaches a resume) with SIGKILL; a node's ``ckpt check`` between
+the runs of a 2-node rehearsal (the same example on 2 nodes: 88 CPU-s alone, against 103 with the shipped 32B
+Megatron recipe, 2026-12-06) with SIGTERM, while the check lives by construction (``SLOW_CKPT_CHECK``). Every
+process of a rehearsal carries ``VERL_ASCEND_REHEARSE_RUN=rh<rehearse's pid>-...``; afterwards none may be alive,
+found by a scan of /proc (any namespace). A stopped rehearse says so only after it looked (exit 128 + 15); a killed
+one says nothing, and the kernel (parent-death signal, PID namespace) does the ending. Cost: ~20 CPU-s a case for
+the first four, ~80 and ~90 for the resume and the between-runs case.
 """
 
 import json
