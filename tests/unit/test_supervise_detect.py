@@ -148,6 +148,11 @@ def test_a_hang_the_head_sees_is_held_back_while_a_rank_works_on_another_node():
                "node2": {"processes": [{"pid": 9, "name": "ray::WorkerDict", "state": "S", "cpu_rate": 0.0}]}}
     assert detect.busy_elsewhere(working, 0.5) == {"node1": [(7, "ray::WorkerDict", 0.97)]}
     assert detect.confirm_hang(found, working, 0.5) is None  # the phase goes on over there
+    said = detect.held_back(found, detect.busy_elsewhere(working, 0.5), 20.0)
+    phase = found.message.partition("; ")[0]  # the head's phase and budget; its "nothing busy" is not repeated
+    assert phase.startswith("step 4: ") and "over its budget" in phase and "no console line" not in phase, found.message
+    assert said == f"{phase}, but the run works on another node: node1: pid 7 (ray::WorkerDict) uses 0.97 core; " \
+                   "looking again in 20 s", said
     quiet = {"node1": {"processes": [{"pid": 7, "name": "ray::WorkerDict", "state": "S", "cpu_rate": 0.02},
                                      {"pid": 10, "name": "gone"}]},  # a process gone during the sample: no rate
              "node2": {"error": "ssh: connect to host node2 port 22: No route to host — fix: ..."}}

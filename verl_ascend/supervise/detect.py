@@ -8,7 +8,7 @@
   node's storage unit).
 - :func:`hang` — a step (or the start-up) over its budget, and nothing moved over the quiet window: no console
   line, no process of the run busy, no checkpoint byte written; on a cluster, :func:`confirm_hang` then weighs the
-  other nodes' CPU (a rank may compute there while the head's processes wait for it).
+  other nodes' CPU (a rank may compute there while the head's processes wait for it; :func:`held_back` says so).
 - :func:`exited` — a non-zero exit; an exit 0 before the last step (verl issue 7401: a resume at an epoch
   boundary exits 0 having trained nothing).
 - :func:`health` — NaN / inf losses and ``logs``' health flags; a warning, an error only for ``--stop-on``.
@@ -205,6 +205,17 @@ def confirm_hang(found: Finding, others: dict, cpu_busy: float):
         said.append(f"not reached: {', '.join(silent)}")
     details = {**found.details, "other_nodes": {"quiet": reached, "not_reached": silent}}
     return dataclasses.replace(found, message=f"{found.message}; {'; '.join(said)}", details=details)
+
+
+def held_back(found: Finding, hot: dict, recheck_s: float) -> str:
+    """What the supervisor says when another node's CPU holds the head's hang ``found`` back (``hot``:
+    :func:`busy_elsewhere`'s answer): the phase over its budget (the message's first clause, before the head's
+    own quiet evidence, which the other node contradicts), the processes that work (three a node at most), and
+    when it looks again."""
+    working = "; ".join(f"{node}: pid {pid} ({name}) uses {rate:.2f} core"
+                        for node, procs in hot.items() for pid, name, rate in procs[:3])
+    return (f"{found.message.partition('; ')[0]}, but the run works on another node: {working}; "
+            f"looking again in {recheck_s:.0f} s")
 
 
 def exited(snap: timeline.Snapshot, total_steps: int = None, tracker_step: int = None):

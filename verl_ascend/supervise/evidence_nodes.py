@@ -93,10 +93,7 @@ def weigh_hang(options, found, mark: str, budgets, sample: float = 2.0) -> tuple
 
     quiet = found.details.get("quiet_s", budgets.quiet)  # the window the head's call used
     others = cpu_elsewhere(options, mark, sample=min(sample, quiet))
-    confirmed = detect.confirm_hang(found, others, budgets.cpu_busy)
-    if confirmed is not None:
-        return confirmed, "", 0.0
     hot = detect.busy_elsewhere(others, budgets.cpu_busy)
-    return None, (f"{found.message.split(';')[0]}, but the run works on another node: " + "; ".join(
-        f"{node}: pid {pid} ({name}) uses {rate:.2f} core" for node, procs in hot.items() for pid, name, rate in procs[:3])
-        + f"; looking again in {quiet:.0f} s"), quiet
+    if hot:
+        return None, detect.held_back(found, hot, quiet), quiet
+    return detect.confirm_hang(found, others, budgets.cpu_busy), "", 0.0
